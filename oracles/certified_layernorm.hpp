@@ -1,0 +1,36 @@
+#pragma once
+/// Certified LayerNorm oracle: interval evaluation (MPFI) with precision escalation.
+#include <vector>
+
+#include "core/certified_value.hpp"
+#include "core/layernorm_case.hpp"
+
+namespace normcheck::oracle {
+
+/// Oracle outputs for one case; every value carries its enclosure radius.
+struct CertifiedLayerNorm {
+  std::vector<CertifiedValue> y;       ///< forward output, rows*n
+  std::vector<CertifiedValue> dx;      ///< VJP input cotangent, rows*n (if requested)
+  std::vector<CertifiedValue> dgamma;  ///< VJP scale cotangent, n
+  std::vector<CertifiedValue> dbeta;   ///< VJP bias cotangent, n
+  std::vector<double> mean, var, rstd; ///< per-row statistics, nearest double
+  int precision_bits = 0;              ///< working precision of the accepted evaluation
+  double max_err_ulps = 0;  ///< certified: max over outputs of rad / ulp_dtype(value)
+  double max_rel_err = 0;   ///< certified: max over nonzero outputs of rad / |value|
+  bool certified = false;   ///< max_err_ulps <= kRequiredUlpFraction
+};
+
+/// Evaluates at 50 decimal digits (MPFI, about 168 bits).
+CertifiedLayerNorm evaluate_layernorm_mpfi50(const LayerNormCase& c, bool with_vjp);
+/// Evaluates at 150 decimal digits (MPFI, about 500 bits).
+CertifiedLayerNorm evaluate_layernorm_mpfi150(const LayerNormCase& c, bool with_vjp);
+
+/// Evaluates at 400 decimal digits (MPFI, about 1330 bits).
+CertifiedLayerNorm evaluate_layernorm_mpfi400(const LayerNormCase& c, bool with_vjp);
+
+/// Evaluates at 168 bits and escalates to 500, then 1330 bits, while some enclosure is wider than
+/// kRequiredUlpFraction of an output ULP. If even 1330 bits do not suffice (cancellation deeper
+/// than about 1200 bits), `certified` is false and the elements concerned are not judged.
+CertifiedLayerNorm certified_layernorm(const LayerNormCase& c, bool with_vjp);
+
+}  // namespace normcheck::oracle

@@ -1,0 +1,133 @@
+#pragma once
+/// Reference LayerNorm over the last axis, written from the textbook formulas and templated on
+/// the real type (an MPFI interval type for certified results). Population variance (divisor n),
+/// eps > 0. Shares no code with src/kernels.
+///
+///   mu = mean(x),  v = mean((x - mu)^2),  r = (v + eps)^(-1/2),  z = (x - mu) r
+///   forward:  y  = gamma * z + beta
+///   JVP:      dy = gamma * r (dx - mean(dx) - z mean(z dx)) + z dgamma + dbeta
+///   VJP:      g = gamma * dy,  dx = r (g - mean(g) - z mean(z g)),
+///             dgamma = sum_rows dy * z,  dbeta = sum_rows dy
+#include <cstdint>
+#include <vector>
+
+#include "core/layernorm_case.hpp"
+
+namespace normcheck::oracle {
+
+/// Per-row statistics at the oracle's precision.
+template <class Real>
+struct LayerNormStats {
+  std::vector<Real> mean;
+  std::vector<Real> var;
+  std::vector<Real> rstd;
+};
+
+/// Normalized rows z = (x - mu) r and their statistics.
+template <class Real>
+void layernorm_normalize(const LayerNormCase& c, std::vector<Real>& z, LayerNormStats<Real>& s) {
+  const int64_t n = c.n;
+  const Real n_real(static_cast<double>(n));
+  const Real eps(c.eps);
+  z.assign(static_cast<size_t>(c.rows * n), Real(0));
+  s.mean.assign(static_cast<size_t>(c.rows), Real(0));
+  s.var = s.mean;
+  s.rstd = s.mean;
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const double* x = &c.x[static_cast<size_t>(i * n)];
+    Real sum(0);
+    for (int64_t j = 0; j < n; ++j) sum += Real(x[j]);
+    const Real mean = sum / n_real;
+    Real ss(0);
+    for (int64_t j = 0; j < n; ++j) {
+      const Real d = Real(x[j]) - mean;
+      ss += d * d;
+    }
+    const Real var = ss / n_real;
+    const Real rstd = Real(1) / sqrt(var + eps);
+    for (int64_t j = 0; j < n; ++j) z[static_cast<size_t>(i * n + j)] = (Real(x[j]) - mean) * rstd;
+    s.mean[static_cast<size_t>(i)] = mean;
+    s.var[static_cast<size_t>(i)] = var;
+    s.rstd[static_cast<size_t>(i)] = rstd;
+  }
+}
+
+/// y = gamma * z + beta.
+template <class Real>
+void layernorm_forward(const LayerNormCase& c, std::vector<Real>& y, LayerNormStats<Real>& s) {
+  std::vector<Real> z;
+  layernorm_normalize(c, z, s);
+  y.resize(z.size());
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t j = 0; j < c.n; ++j) {
+      const auto k = static_cast<size_t>(i * c.n + j);
+      y[k] = Real(c.gamma[static_cast<size_t>(j)]) * z[k] + Real(c.beta[static_cast<size_t>(j)]);
+    }
+}
+
+/// Directional derivative of the forward map along (dx, dgamma, dbeta); tangents given in Real.
+template <class Real>
+void layernorm_jvp(const LayerNormCase& c, const std::vector<Real>& dx, const std::vector<Real>& dgamma,
+                   const std::vector<Real>& dbeta, std::vector<Real>& dy) {
+  std::vector<Real> z;
+  LayerNormStats<Real> s;
+  layernorm_normalize(c, z, s);
+  const Real n_real(static_cast<double>(c.n));
+  dy.resize(z.size());
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const size_t base = static_cast<size_t>(i * c.n);
+    Real mean_dx(0), mean_zdx(0);
+    for (int64_t j = 0; j < c.n; ++j) {
+      mean_dx += dx[base + j];
+      mean_zdx += z[base + j] * dx[base + j];
+    }
+    mean_dx /= n_real;
+    mean_zdx /= n_real;
+    const Real& r = s.rstd[static_cast<size_t>(i)];
+    for (int64_t j = 0; j < c.n; ++j) {
+      const Real dz = r * (dx[base + j] - mean_dx - z[base + j] * mean_zdx);
+      dy[base + j] = Real(c.gamma[static_cast<size_t>(j)]) * dz + z[base + j] * dgamma[static_cast<size_t>(j)] +
+                     dbeta[static_cast<size_t>(j)];
+    }
+  }
+}
+
+/// Cotangents (dx, dgamma, dbeta) of the forward map for the output cotangent dy.
+template <class Real>
+void layernorm_vjp(const LayerNormCase& c, const std::vector<Real>& dy, std::vector<Real>& dx,
+                   std::vector<Real>& dgamma, std::vector<Real>& dbeta) {
+  std::vector<Real> z;
+  LayerNormStats<Real> s;
+  layernorm_normalize(c, z, s);
+  const Real n_real(static_cast<double>(c.n));
+  dx.resize(z.size());
+  dgamma.assign(static_cast<size_t>(c.n), Real(0));
+  dbeta.assign(static_cast<size_t>(c.n), Real(0));
+  std::vector<Real> g(static_cast<size_t>(c.n));
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const size_t base = static_cast<size_t>(i * c.n);
+    Real mean_g(0), mean_zg(0);
+    for (int64_t j = 0; j < c.n; ++j) {
+      g[j] = Real(c.gamma[static_cast<size_t>(j)]) * dy[base + j];
+      mean_g += g[j];
+      mean_zg += z[base + j] * g[j];
+      dgamma[static_cast<size_t>(j)] += dy[base + j] * z[base + j];
+      dbeta[static_cast<size_t>(j)] += dy[base + j];
+    }
+    mean_g /= n_real;
+    mean_zg /= n_real;
+    const Real& r = s.rstd[static_cast<size_t>(i)];
+    for (int64_t j = 0; j < c.n; ++j) dx[base + j] = r * (g[j] - mean_g - z[base + j] * mean_zg);
+  }
+}
+
+/// Lifts exact doubles to Real.
+template <class Real>
+std::vector<Real> to_real(const std::vector<double>& v) {
+  std::vector<Real> out;
+  out.reserve(v.size());
+  for (double d : v) out.emplace_back(d);
+  return out;
+}
+
+}  // namespace normcheck::oracle

@@ -1,0 +1,59 @@
+#pragma once
+/// Shared body of the per-precision oracle TUs: evaluates the textbook oracle on an MPFI type and
+/// packages the enclosures. Include only from one TU per interval type.
+#include <algorithm>
+#include <cmath>
+
+#include "core/float_format.hpp"
+#include "oracles/certified_layernorm.hpp"
+#include "oracles/certify_interval.hpp"
+#include "oracles/layernorm.hpp"
+
+namespace normcheck::oracle::detail {
+
+template <class Interval>
+std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dtype, CertifiedLayerNorm& out) {
+  std::vector<CertifiedValue> r;
+  r.reserve(v.size());
+  const FloatFormat& fmt = *dtype_info(dtype).format;
+  for (const auto& e : v) {
+    r.push_back(certify_interval(e.backend().data(), dtype));
+    const CertifiedValue& cv = r.back();
+    out.max_err_ulps = std::max(out.max_err_ulps, cv.rad_in(ulp_at(cv.approx(), fmt)));
+    if (cv.hi != 0) out.max_rel_err = std::max(out.max_rel_err, cv.rad / std::fabs(cv.hi));
+    if (std::isnan(cv.rad)) out.max_err_ulps = HUGE_VAL;
+  }
+  return r;
+}
+
+template <class Interval>
+std::vector<double> mids(const std::vector<Interval>& v) {
+  std::vector<double> r;
+  r.reserve(v.size());
+  for (const auto& e : v) r.push_back(interval_mid_double(e.backend().data()));
+  return r;
+}
+
+template <class Interval>
+CertifiedLayerNorm evaluate(const LayerNormCase& c, bool with_vjp, int precision_bits) {
+  CertifiedLayerNorm out;
+  out.precision_bits = precision_bits;
+  std::vector<Interval> y;
+  LayerNormStats<Interval> stats;
+  layernorm_forward(c, y, stats);
+  out.y = certify_all(y, c.dtype, out);
+  out.mean = mids(stats.mean);
+  out.var = mids(stats.var);
+  out.rstd = mids(stats.rstd);
+  if (with_vjp) {
+    std::vector<Interval> dx, dg, db;
+    layernorm_vjp(c, to_real<Interval>(c.dy), dx, dg, db);
+    out.dx = certify_all(dx, c.dtype, out);
+    out.dgamma = certify_all(dg, c.dtype, out);
+    out.dbeta = certify_all(db, c.dtype, out);
+  }
+  out.certified = out.max_err_ulps <= kRequiredUlpFraction;
+  return out;
+}
+
+}  // namespace normcheck::oracle::detail

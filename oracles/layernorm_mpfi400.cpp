@@ -1,0 +1,15 @@
+// One multiprecision scalar per TU: the 400-digit MPFI instantiation of the LayerNorm oracle.
+#include <boost/multiprecision/mpfi.hpp>
+
+#include "oracles/layernorm_certify_impl.hpp"
+
+namespace normcheck::oracle {
+
+using Mpfi400 = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<400>,
+                                             boost::multiprecision::et_off>;
+
+CertifiedLayerNorm evaluate_layernorm_mpfi400(const LayerNormCase& c, bool with_vjp) {
+  return detail::evaluate<Mpfi400>(c, with_vjp, static_cast<int>(mpfi_get_prec(Mpfi400(0).backend().data())));
+}
+
+}  // namespace normcheck::oracle

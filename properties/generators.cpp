@@ -1,0 +1,196 @@
+#include "properties/generators.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace normcheck::gen {
+namespace {
+
+const FloatFormat& fmt_of(DType dt) { return *dtype_info(dt).format; }
+
+/// Largest magnitude whose squares, summed n times, stay finite in the accumulator.
+double square_safe_limit(DType dt, int64_t n) {
+  const DTypeInfo& s = dtype_info(dt);
+  const DTypeInfo& a = dtype_info(s.default_accum);
+  return std::min(s.max_finite, std::sqrt(a.max_finite / (4.0 * static_cast<double>(n))));
+}
+
+struct Shape {
+  int64_t rows, n;
+};
+
+Shape pick_shape(Rng& rng, const ShapeRequest& req, int64_t n_max = 8192) {
+  const int64_t n = req.n > 0 ? req.n : rng.log_range(1, n_max);
+  int64_t rows = req.rows > 0 ? req.rows : rng.log_range(1, 512);
+  if (req.rows <= 0) rows = std::max<int64_t>(1, std::min(rows, req.max_elements / n));
+  return {rows, n};
+}
+
+/// gamma ~ N(1, 0.5) with about one in eight negated, beta ~ N(0, 0.5), dy ~ N(0, 1).
+void fill_affine_and_cotangent(Rng& rng, LayerNormCase& c) {
+  c.gamma.resize(static_cast<size_t>(c.n));
+  c.beta.resize(static_cast<size_t>(c.n));
+  for (int64_t j = 0; j < c.n; ++j) {
+    const double g = normal(rng, c.dtype, 1.0, 0.5);
+    c.gamma[j] = (rng.next() % 8 == 0) ? -g : g;
+    c.beta[j] = normal(rng, c.dtype, 0.0, 0.5);
+  }
+  c.dy.resize(c.x.size());
+  for (auto& v : c.dy) v = normal(rng, c.dtype, 0.0, 1.0);
+}
+
+using RowFill = void (*)(Rng&, LayerNormCase&);
+
+void fill_normal(Rng& rng, LayerNormCase& c) {
+  const double scale = std::ldexp(1.0, static_cast<int>(rng.range(-6, 6)));
+  const double shift = rng.normal() * scale;
+  for (auto& v : c.x) v = normal(rng, c.dtype, shift, scale);
+}
+
+void fill_log_uniform(Rng& rng, LayerNormCase& c) {
+  const FloatFormat& f = fmt_of(c.dtype);
+  const int hi = std::min(f.emax, static_cast<int>(std::log2(square_safe_limit(c.dtype, c.n))) - 1);
+  const int lo = std::max(f.emin - f.precision + 1, hi - 60);
+  for (auto& v : c.x) v = log_uniform(rng, c.dtype, lo, hi);
+}
+
+void fill_subnormal(Rng& rng, LayerNormCase& c) {
+  for (auto& v : c.x) v = rng.coin() ? subnormal(rng, c.dtype) : signed_zero(rng);
+  if (rng.coin() && !c.x.empty()) c.x[0] = dtype_info(c.dtype).min_normal;
+}
+
+void fill_near_max(Rng& rng, LayerNormCase& c) {
+  const double limit = square_safe_limit(c.dtype, c.n);
+  for (auto& v : c.x) v = near_max(rng, c.dtype, limit);
+}
+
+void fill_large_mean(Rng& rng, LayerNormCase& c) {
+  // |mean| / spread = 1e2 ... min(1e6, 2^(p-1)): beyond 2^(p-1) the spread falls below half an
+  // ulp of the mean and the stored row is constant. |mean| stays where sums of squares are safe.
+  const double top = std::min(6.0, std::log10(std::ldexp(1.0, dtype_info(c.dtype).precision - 1)));
+  const double ratio = std::pow(10.0, 2.0 + (top - 2.0) * rng.uniform());
+  const double limit = 0.25 * square_safe_limit(c.dtype, c.n);
+  const double spread = std::min(std::ldexp(1.0, static_cast<int>(rng.range(-8, 8))), limit / ratio);
+  const double mean = spread * ratio * (rng.coin() ? 1 : -1);
+  for (auto& v : c.x) v = normal(rng, c.dtype, mean, spread);
+}
+
+void fill_constant(Rng& rng, LayerNormCase& c) {
+  const double value = rng.coin() ? signed_zero(rng) : normal(rng, c.dtype, 0.0, 4.0);
+  std::fill(c.x.begin(), c.x.end(), value);
+}
+
+void fill_eps_dominant(Rng& rng, LayerNormCase& c) {
+  // Spread about 1e-2 * sqrt(eps), so the variance is about 1e-4 * eps.
+  const double center = normal(rng, c.dtype, 0.0, 1.0);
+  const double spread = 1e-2 * std::sqrt(c.eps);
+  for (auto& v : c.x) v = round_to_dtype(center + spread * rng.normal(), c.dtype);
+}
+
+void fill_overflow_prone(Rng& rng, LayerNormCase& c) {
+  // Squares of these values overflow storage precision, and sum(x^2) overflows the accumulator
+  // where storage allows it, while sum((x - mean)^2) stays finite.
+  const DTypeInfo& s = dtype_info(c.dtype);
+  const DTypeInfo& a = dtype_info(s.default_accum);
+  const double mean = std::min(0.5 * s.max_finite,
+                               4.0 * std::sqrt(a.max_finite / static_cast<double>(c.n)));
+  // Spread of 2^-min(10, p-3) relative keeps the stored row non-constant in every dtype.
+  const double spread = std::ldexp(mean, -std::min(10, s.precision - 3));
+  for (auto& v : c.x) v = normal(rng, c.dtype, mean, spread);
+}
+
+struct RowGenerator {
+  const char* name;
+  RowFill fill;
+  int64_t fixed_n;  ///< 0: free
+};
+
+const std::vector<RowGenerator>& row_generators() {
+  static const std::vector<RowGenerator> table = {
+      {"normal", fill_normal, 0},           {"log_uniform", fill_log_uniform, 0},
+      {"subnormal", fill_subnormal, 0},     {"near_max", fill_near_max, 0},
+      {"large_mean", fill_large_mean, 0},   {"constant", fill_constant, 0},
+      {"n_equals_1", fill_normal, 1},       {"eps_dominant", fill_eps_dominant, 0},
+      {"overflow_prone", fill_overflow_prone, 0},
+  };
+  return table;
+}
+
+}  // namespace
+
+double random_bits(Rng& rng, DType dt) {
+  const FloatFormat& f = fmt_of(dt);
+  for (;;) {
+    const uint64_t mask = f.total_bits == 64 ? ~uint64_t{0} : ((uint64_t{1} << f.total_bits) - 1);
+    const double v = decode_bits(rng.next() & mask, f);
+    if (std::isfinite(v)) return v;
+  }
+}
+
+double log_uniform(Rng& rng, DType dt, int emin, int emax) {
+  const int e = static_cast<int>(rng.range(emin, emax));
+  const double m = 1.0 + rng.uniform();
+  const double v = round_to_dtype(std::ldexp(m, e), dt);
+  return rng.coin() ? -v : v;
+}
+
+double subnormal(Rng& rng, DType dt) {
+  const FloatFormat& f = fmt_of(dt);
+  const uint64_t mant = 1 + rng.next() % ((uint64_t{1} << (f.precision - 1)) - 1);
+  const double v = std::ldexp(static_cast<double>(mant), f.emin - (f.precision - 1));
+  return rng.coin() ? -v : v;
+}
+
+double near_max(Rng& rng, DType dt, double limit) {
+  const double v = round_to_dtype(limit * (0.5 + 0.5 * rng.uniform()), dt);
+  const double capped = std::min(v, dtype_info(dt).max_finite);
+  return rng.coin() ? -capped : capped;
+}
+
+double signed_zero(Rng& rng) { return rng.coin() ? -0.0 : 0.0; }
+
+double normal(Rng& rng, DType dt, double mean, double sd) {
+  return round_to_dtype(mean + sd * rng.normal(), dt);
+}
+
+const std::vector<std::string>& row_generator_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& g : row_generators()) out.emplace_back(g.name);
+    return out;
+  }();
+  return names;
+}
+
+bool is_row_generator(std::string_view name) {
+  const auto& names = row_generator_names();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+LayerNormCase make_layernorm_case(std::string_view generator, DType dt, uint64_t seed,
+                                  const ShapeRequest& shape) {
+  const auto& table = row_generators();
+  const auto it = std::find_if(table.begin(), table.end(),
+                               [&](const RowGenerator& g) { return g.name == generator; });
+  if (it == table.end()) throw std::invalid_argument("unknown generator '" + std::string(generator) + "'");
+  Rng rng(seed);
+  LayerNormCase c;
+  c.dtype = dt;
+  c.generator = std::string(generator);
+  c.seed = seed;
+  ShapeRequest req = shape;
+  if (it->fixed_n > 0) req.n = it->fixed_n;
+  const Shape s = pick_shape(rng, req);
+  c.rows = s.rows;
+  c.n = s.n;
+  c.eps = 1e-5;
+  c.x.resize(static_cast<size_t>(c.rows * c.n));
+  it->fill(rng, c);
+  fill_affine_and_cotangent(rng, c);
+  if (auto err = validate_case(c, true))
+    throw std::logic_error("generator '" + c.generator + "' produced an invalid case: " + *err);
+  return c;
+}
+
+}  // namespace normcheck::gen

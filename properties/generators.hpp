@@ -1,0 +1,42 @@
+#pragma once
+/// Our own floating-point generators (RapidCheck's double generator never yields subnormals,
+/// signed zeros or extreme exponents). Scalars are produced directly in the storage dtype; row
+/// generators produce whole LayerNorm cases, deterministically from (generator, dtype, seed).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/layernorm_case.hpp"
+#include "core/rng.hpp"
+
+namespace normcheck::gen {
+
+/// Scalar generators; every result is exactly representable in `dt`.
+double random_bits(Rng& rng, DType dt);              ///< any finite bit pattern
+double log_uniform(Rng& rng, DType dt, int emin, int emax);  ///< random sign, exponent in [emin, emax]
+double subnormal(Rng& rng, DType dt);                ///< nonzero subnormal of dt, random sign
+double near_max(Rng& rng, DType dt, double limit);   ///< within a factor 2 below `limit`
+double signed_zero(Rng& rng);                        ///< +0 or -0
+double normal(Rng& rng, DType dt, double mean, double sd);  ///< N(mean, sd) rounded to dt
+
+/// Optional shape request; 0 lets the generator choose.
+struct ShapeRequest {
+  int64_t rows = 0;
+  int64_t n = 0;
+  int64_t max_elements = 65536;  ///< cap on rows*n when the generator chooses the shape
+};
+
+/// Names of the LayerNorm row generators, in a fixed order.
+const std::vector<std::string>& row_generator_names();
+
+/// True if `name` is a row generator.
+bool is_row_generator(std::string_view name);
+
+/// Builds one case (x, gamma, beta, dy, eps) for `generator`; deterministic in (generator, dt,
+/// seed, shape). Hard cases follow DESIGN.md section 7.
+LayerNormCase make_layernorm_case(std::string_view generator, DType dt, uint64_t seed,
+                                  const ShapeRequest& shape = {});
+
+}  // namespace normcheck::gen

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs normcheck's build and test dependencies from Debian's repositories.
+# Idempotent: installs only what is missing; a second run changes nothing.
+set -euo pipefail
+packages=(
+  g++ cmake make pkg-config
+  libboost-dev libmpfr-dev libmpfi-dev libgmp-dev
+  libeigen3-dev librapidcheck-dev nlohmann-json3-dev
+  libcli11-dev libfmt-dev libgtest-dev
+  libonnx-testdata python3-jsonschema
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"

@@ -1,0 +1,40 @@
+#pragma once
+/// The normcheck subcommands. Each returns the process exit code: 0 ok, 1 a check failed,
+/// 2 bad usage or bad input.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "suite/runner.hpp"
+
+namespace normcheck::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCheckFailed = 1;
+inline constexpr int kExitBadInput = 2;
+
+struct RunOptions {
+  std::string suite = "default";
+  std::vector<std::string> ops, variants, dtypes, generators;
+  std::optional<uint64_t> seed;
+  std::optional<int> cases;
+  int threads = 1;
+  std::string out = "reports/latest.json";
+  std::optional<int64_t> rows, n, max_elements;
+  std::optional<double> eps;
+  bool quiet = false;
+};
+
+struct ReplayOptions {
+  std::string report;
+  int64_t record = -1;
+};
+
+int run_command(const RunOptions& o, const std::string& command_line);
+int replay_command(const ReplayOptions& o);
+int list_command();
+
+/// Prints the per-(op/output, variant, dtype) summary table of a run.
+void print_summary(const RunResult& r);
+
+}  // namespace normcheck::cli

@@ -1,0 +1,67 @@
+// normcheck: certified numerical verification of normalization kernels.
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+
+namespace {
+
+void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
+  run.add_option("--suite", o.suite, "named suite (default, quick)");
+  run.add_option("--ops", o.ops, "ops: layernorm_forward, layernorm_backward")->delimiter(',');
+  run.add_option("--kernels", o.variants, "kernel variants: two_pass, welford, one_pass, two_pass_storage_accum")
+      ->delimiter(',');
+  run.add_option("--dtypes", o.dtypes, "storage dtypes: f16, bf16, f32, f64")->delimiter(',');
+  run.add_option("--generators", o.generators, "row generators (see 'normcheck list')")->delimiter(',');
+  run.add_option("--seed", o.seed, "run seed (default: the suite's)");
+  run.add_option("--cases", o.cases, "cases per generator and dtype")->check(CLI::Range(1, 1000000));
+  run.add_option("--threads", o.threads, "worker threads")->check(CLI::Range(1, 256));
+  run.add_option("--out", o.out, "report path");
+  run.add_option("--rows", o.rows, "fix the number of rows");
+  run.add_option("--n", o.n, "fix the row length");
+  run.add_option("--max-elements", o.max_elements, "cap on rows*n for generated shapes");
+  run.add_option("--eps", o.eps, "override eps for every case (must be > 0)");
+  run.add_flag("--quiet", o.quiet, "no summary table");
+}
+
+std::string joined_args(int argc, char** argv) {
+  std::string s;
+  for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"normcheck: judges normalization kernels against certified arbitrary-precision oracles"};
+  app.require_subcommand(1);
+  normcheck::cli::RunOptions run_opts;
+  normcheck::cli::ReplayOptions replay_opts;
+  CLI::App* run = app.add_subcommand("run", "run a verification suite and write a JSON report");
+  add_run_options(*run, run_opts);
+  CLI::App* replay = app.add_subcommand("replay", "re-run one report record's worst case");
+  replay->add_option("--report", replay_opts.report, "report file")->required();
+  replay->add_option("--record", replay_opts.record, "record index")->required();
+  CLI::App* list = app.add_subcommand("list", "list kernels, dtypes, generators and suites");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "normcheck: error: %s (see normcheck --help)\n", e.what());
+    return normcheck::cli::kExitBadInput;
+  }
+  try {
+    if (*run) return normcheck::cli::run_command(run_opts, joined_args(argc, argv));
+    if (*replay) return normcheck::cli::replay_command(replay_opts);
+    if (*list) return normcheck::cli::list_command();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    return normcheck::cli::kExitBadInput;
+  }
+  return normcheck::cli::kExitBadInput;
+}

@@ -1,0 +1,113 @@
+#include <cstdio>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "oracles/certified_layernorm.hpp"
+#include "report/case_json.hpp"
+#include "report/report.hpp"
+#include "suite/suites.hpp"
+
+namespace normcheck::cli {
+namespace {
+
+const nlohmann::json& record_at(const nlohmann::json& report, int64_t index) {
+  if (!report.is_object() || !report.contains("records") || !report.at("records").is_array())
+    throw std::invalid_argument("report has no 'records' array");
+  const auto& records = report.at("records");
+  if (index < 0 || index >= static_cast<int64_t>(records.size()))
+    throw std::invalid_argument(fmt::format("record {} out of range (report has {})", index, records.size()));
+  return records.at(static_cast<size_t>(index));
+}
+
+const KernelEntry& kernel_for(const nlohmann::json& rec) {
+  for (const KernelEntry& k : builtin_kernels())
+    if (op_name(k.op) == rec.at("op").get<std::string>() && k.variant == rec.at("variant").get<std::string>() &&
+        dtype_info(k.storage).name == rec.at("storage").get<std::string>() &&
+        dtype_info(k.accum).name == rec.at("accum").get<std::string>())
+      return k;
+  throw std::invalid_argument("record names a kernel this build does not have");
+}
+
+/// The worst case's inputs: inline when present, else regenerated from its seed and checked by digest.
+LayerNormCase worst_case_of(const nlohmann::json& report, const nlohmann::json& wc, DType dtype) {
+  LayerNormCase c;
+  if (wc.contains("x")) {
+    c = case_from_json(wc);
+  } else {
+    const RunConfig cfg = config_from_report(report);
+    c = gen::make_layernorm_case(wc.at("generator").get<std::string>(), dtype,
+                                 std::stoull(wc.at("case_seed").get<std::string>()), cfg.shape);
+    c.eps = parse_hexfloat(wc.at("eps").get<std::string>());
+  }
+  if (std::to_string(case_digest(c)) != wc.at("digest").get<std::string>())
+    throw std::invalid_argument("case inputs do not match the recorded digest (edited report or other build)");
+  if (auto err = validate_case(c, true)) throw std::invalid_argument("invalid case in report: " + *err);
+  return c;
+}
+
+void print_value_line(const char* label, double v) {
+  std::printf("  %-8s %-26s %.17g\n", label, hexfloat(v).c_str(), v);
+}
+
+}  // namespace
+
+int replay_command(const ReplayOptions& o) {
+  nlohmann::json report, rec;
+  LayerNormCase c;
+  const KernelEntry* k = nullptr;
+  try {
+    report = read_json_file(o.report);
+    rec = record_at(report, o.record);
+    if (rec.at("worst_case").is_null()) throw std::invalid_argument("record has no worst case (no case ran)");
+    k = &kernel_for(rec);
+    c = worst_case_of(report, rec.at("worst_case"), k->storage);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+  const std::string output = rec.at("output").get<std::string>();
+  const oracle::CertifiedLayerNorm ref = oracle::certified_layernorm(c, k->op == Op::layernorm_backward);
+  const auto judged = judge_case(*k, c, ref);
+  const auto& elem = rec.at("worst_case").at("element");
+  const int64_t index = elem.at("index").get<int64_t>();
+  for (const OutputJudgement& j : judged) {
+    if (j.output != output) continue;
+    std::printf("record %lld: %s %s %s(acc %s) %s, output %s\n", static_cast<long long>(o.record),
+                rec.at("op").get<std::string>().c_str(), k->variant.c_str(), dtype_info(k->storage).name.data(),
+                dtype_info(k->accum).name.data(), rec.at("property").get<std::string>().c_str(), output.c_str());
+    std::printf("case: generator %s, seed %llu, rows %lld, n %lld, eps %s; oracle %d bits, certified error %.3g ulp\n",
+                c.generator.c_str(), static_cast<unsigned long long>(c.seed), static_cast<long long>(c.rows),
+                static_cast<long long>(c.n), hexfloat(c.eps).c_str(), ref.precision_bits, ref.max_err_ulps);
+    std::printf("worst element %lld (recorded), this replay's worst %lld, max err/bound %.6g, max ulp %.6g\n",
+                static_cast<long long>(index), static_cast<long long>(j.worst.index), j.acc.max_bound_ratio(),
+                j.acc.max_ulp());
+    print_value_line("kernel", j.worst.got);
+    print_value_line("oracle", j.worst.ref.approx());
+    print_value_line("bound", j.worst.bound);
+    const bool same = hexfloat(j.worst.got) == elem.at("kernel").get<std::string>() && j.worst.index == index;
+    std::printf("%s\n", same ? "replay reproduces the recorded worst element"
+                             : "replay DIFFERS from the recorded worst element");
+    return same ? kExitOk : kExitCheckFailed;
+  }
+  std::fprintf(stderr, "normcheck: error: record output '%s' not produced by its kernel\n", output.c_str());
+  return kExitBadInput;
+}
+
+int list_command() {
+  std::printf("dtypes:");
+  for_each_dtype([](auto tag) { std::printf(" %s", dtype_traits<decltype(tag)>::name.data()); });
+  std::printf("\nops: layernorm_forward layernorm_backward\nkernels (variant storage accum):\n");
+  for (const KernelEntry& k : builtin_kernels())
+    if (k.op == Op::layernorm_forward)
+      std::printf("  %-24s %-5s %-5s%s\n", k.variant.c_str(), dtype_info(k.storage).name.data(),
+                  dtype_info(k.accum).name.data(), k.known_weak ? "  (known weak)" : "");
+  std::printf("generators:");
+  for (const auto& g : gen::row_generator_names()) std::printf(" %s", g.c_str());
+  std::printf("\nsuites:\n");
+  for (const SuiteDef& s : suites()) std::printf("  %-8s %s\n", s.name.data(), s.description.data());
+  return kExitOk;
+}
+
+}  // namespace normcheck::cli

@@ -1,0 +1,32 @@
+#pragma once
+/// One LayerNorm test case: inputs as the exact values of storage-dtype numbers, plus provenance.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+
+namespace normcheck {
+
+struct LayerNormCase {
+  DType dtype = DType::f32;
+  int64_t rows = 0;
+  int64_t n = 0;
+  double eps = 1e-5;
+  std::vector<double> x;      ///< rows*n, row-major, each exactly representable in dtype
+  std::vector<double> gamma;  ///< n
+  std::vector<double> beta;   ///< n
+  std::vector<double> dy;     ///< rows*n output cotangent (backward only; may be empty)
+  std::string generator;      ///< generator that produced it, for replay
+  uint64_t seed = 0;          ///< case seed the generator was called with
+};
+
+/// Checks shapes, eps > 0, finiteness and representability; returns one line describing the
+/// first problem, or nullopt when the case is valid. `need_dy` demands a cotangent.
+std::optional<std::string> validate_case(const LayerNormCase& c, bool need_dy);
+
+/// 64-bit FNV-1a digest of the case's input bit patterns (shape, eps, x, gamma, beta, dy).
+uint64_t case_digest(const LayerNormCase& c);
+
+}  // namespace normcheck

@@ -1,0 +1,97 @@
+#include "core/metrics.hpp"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace normcheck {
+
+ElementError measure_element(double got, const CertifiedValue& ref, DType dtype, double bound) {
+  const FloatFormat& fmt = *dtype_info(dtype).format;
+  const double inf = std::numeric_limits<double>::infinity();
+  ElementError e;
+  if (!(ref.rad_in(ulp_at(ref.approx(), fmt)) <= kRequiredUlpFraction)) {
+    e.uncertified = true;
+    return e;
+  }
+  const bool ref_finite = std::isfinite(ref.rounded);
+  if (!std::isfinite(got) || !ref_finite) {
+    const bool same = (std::isnan(got) && std::isnan(ref.rounded)) || got == ref.rounded;
+    if (!same) {
+      e.nonfinite_mismatch = true;
+      e.abs_err = e.rel_err = e.mollified = e.ulp_err = e.bound_ratio = inf;
+      e.ulp_distance = std::numeric_limits<int64_t>::max();
+    }
+    return e;
+  }
+  // Work in the reference's scaled domain so that errors of tiny values do not underflow.
+  const double diff = std::fabs((std::ldexp(got, -ref.scale) - ref.hi) - ref.lo);
+  const double mag = std::fabs(ref.approx());
+  e.abs_err = std::ldexp(diff, ref.scale);
+  e.ref_abs = mag;
+  e.rel_err = ref.hi != 0 ? diff / std::fabs(ref.hi) : (diff > 0 ? inf : 0.0);
+  e.mollified = e.abs_err / std::max(mag, 1.0);
+  e.ulp_err = diff / std::ldexp(ulp_at(mag, fmt), -ref.scale);
+  e.ulp_distance = std::llabs(ordered_key(encode_exact(got, fmt), fmt) -
+                              ordered_key(encode_exact(ref.rounded, fmt), fmt));
+  e.bound_void = std::isinf(bound);
+  e.bound_ratio = bound > 0 ? diff / std::ldexp(bound, -ref.scale) : (diff > 0 ? inf : 0.0);
+  return e;
+}
+
+void ErrorAccumulator::add(const ElementError& e, int64_t index) {
+  if (e.uncertified) {
+    ++uncertified_;
+    return;
+  }
+  ++count_;
+  if (e.nonfinite_mismatch) ++nonfinite_;
+  if (e.bound_ratio > 1.0) ++violations_;
+  if (e.bound_void) ++void_bounds_;
+  if (e.ulp_err > max_ulp_) max_ulp_ = e.ulp_err;
+  if (e.ulp_distance > max_ulp_distance_) max_ulp_distance_ = e.ulp_distance;
+  sum_sq_ulp_ += std::isfinite(e.ulp_err) ? e.ulp_err * e.ulp_err : 0.0;
+  if (std::isfinite(e.abs_err)) {
+    diff_sq_ += e.abs_err * e.abs_err;
+    ref_sq_ += e.ref_abs * e.ref_abs;
+  } else {
+    diff_sq_ = std::numeric_limits<double>::infinity();
+  }
+  max_abs_ = std::max(max_abs_, e.abs_err);
+  max_rel_ = std::max(max_rel_, e.rel_err);
+  max_mollified_ = std::max(max_mollified_, e.mollified);
+  if (e.bound_ratio > max_ratio_) {
+    max_ratio_ = e.bound_ratio;
+    worst_index_ = index;
+  }
+}
+
+void ErrorAccumulator::merge(const ErrorAccumulator& o) {
+  count_ += o.count_;
+  nonfinite_ += o.nonfinite_;
+  violations_ += o.violations_;
+  void_bounds_ += o.void_bounds_;
+  uncertified_ += o.uncertified_;
+  max_ulp_ = std::max(max_ulp_, o.max_ulp_);
+  max_ulp_distance_ = std::max(max_ulp_distance_, o.max_ulp_distance_);
+  sum_sq_ulp_ += o.sum_sq_ulp_;
+  max_abs_ = std::max(max_abs_, o.max_abs_);
+  max_rel_ = std::max(max_rel_, o.max_rel_);
+  max_mollified_ = std::max(max_mollified_, o.max_mollified_);
+  if (o.max_ratio_ > max_ratio_) {
+    max_ratio_ = o.max_ratio_;
+    worst_index_ = o.worst_index_;
+  }
+  diff_sq_ += o.diff_sq_;
+  ref_sq_ += o.ref_sq_;
+}
+
+double ErrorAccumulator::rms_ulp() const {
+  return count_ > 0 ? std::sqrt(sum_sq_ulp_ / static_cast<double>(count_)) : 0.0;
+}
+
+double ErrorAccumulator::normwise() const {
+  if (ref_sq_ > 0) return std::sqrt(diff_sq_ / ref_sq_);
+  return diff_sq_ > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+}
+
+}  // namespace normcheck

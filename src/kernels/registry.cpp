@@ -1,0 +1,80 @@
+#include "kernels/registry.hpp"
+
+#include "kernels/layernorm.hpp"
+
+namespace normcheck {
+namespace {
+
+template <class S>
+std::vector<S> to_storage(const std::vector<double>& v) {
+  std::vector<S> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = dtype_traits<S>::from_double(v[i]);
+  return out;
+}
+
+template <class S>
+std::vector<double> to_double(const std::vector<S>& v) {
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = dtype_traits<S>::to_double(v[i]);
+  return out;
+}
+
+template <class S, class Fwd>
+KernelOutputs run_forward(Fwd fwd, const LayerNormCase& c) {
+  const auto x = to_storage<S>(c.x), g = to_storage<S>(c.gamma), b = to_storage<S>(c.beta);
+  std::vector<S> y(x.size());
+  fwd(x.data(), g.data(), b.data(), c.rows, c.n, c.eps, y.data());
+  return KernelOutputs{to_double(y), {}, {}, {}};
+}
+
+template <class S, class Bwd>
+KernelOutputs run_backward(Bwd bwd, const LayerNormCase& c) {
+  const auto x = to_storage<S>(c.x), g = to_storage<S>(c.gamma), dy = to_storage<S>(c.dy);
+  std::vector<S> dx(x.size()), dg(g.size()), db(g.size());
+  bwd(x.data(), g.data(), dy.data(), c.rows, c.n, c.eps, dx.data(), dg.data(), db.data());
+  return KernelOutputs{{}, to_double(dx), to_double(dg), to_double(db)};
+}
+
+template <class S, class A, class Fwd, class Bwd>
+void add_pair(std::vector<KernelEntry>& out, const char* variant, bool weak, Fwd fwd, Bwd bwd) {
+  const DType s = dtype_traits<S>::id, a = dtype_traits<A>::id;
+  out.push_back({"builtin", variant, Op::layernorm_forward, s, a, weak,
+                 [fwd](const LayerNormCase& c) { return run_forward<S>(fwd, c); }});
+  out.push_back({"builtin", variant, Op::layernorm_backward, s, a, weak,
+                 [bwd](const LayerNormCase& c) { return run_backward<S>(bwd, c); }});
+}
+
+template <class S>
+void add_dtype(std::vector<KernelEntry>& out) {
+  using A = default_accum_t<S>;
+  using namespace kernels;
+  add_pair<S, A>(out, "two_pass", false, layernorm_forward_two_pass<S, A>, layernorm_backward_two_pass<S, A>);
+  add_pair<S, A>(out, "welford", false, layernorm_forward_welford<S, A>, layernorm_backward_welford<S, A>);
+  add_pair<S, A>(out, "one_pass", true, layernorm_forward_one_pass<S, A>, layernorm_backward_one_pass<S, A>);
+  if constexpr (!std::is_same_v<S, A>)
+    add_pair<S, S>(out, "two_pass_storage_accum", true, layernorm_forward_two_pass<S, S>,
+                   layernorm_backward_two_pass<S, S>);
+}
+
+}  // namespace
+
+std::string_view op_name(Op op) {
+  return op == Op::layernorm_forward ? "layernorm_forward" : "layernorm_backward";
+}
+
+std::optional<Op> parse_op(std::string_view name) {
+  for (Op op : {Op::layernorm_forward, Op::layernorm_backward})
+    if (op_name(op) == name) return op;
+  return std::nullopt;
+}
+
+const std::vector<KernelEntry>& builtin_kernels() {
+  static const std::vector<KernelEntry> table = [] {
+    std::vector<KernelEntry> out;
+    for_each_dtype([&](auto tag) { add_dtype<decltype(tag)>(out); });
+    return out;
+  }();
+  return table;
+}
+
+}  // namespace normcheck

@@ -1,0 +1,121 @@
+#include "report/case_json.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace normcheck {
+
+std::string hexfloat(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+std::string fmt_decimal(double v) {
+  if (!std::isfinite(v)) return hexfloat(v);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+nlohmann::json json_number(double v) {
+  if (std::isfinite(v)) return v;
+  return hexfloat(v);
+}
+
+double parse_hexfloat(const std::string& s) {
+  if (s.empty()) throw std::invalid_argument("empty number");
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) throw std::invalid_argument("malformed number '" + s + "'");
+  return v;
+}
+
+nlohmann::json hex_array(const std::vector<double>& v) {
+  nlohmann::json a = nlohmann::json::array();
+  for (double d : v) a.push_back(hexfloat(d));
+  return a;
+}
+
+std::vector<double> parse_hex_array(const nlohmann::json& j, const char* what) {
+  if (!j.is_array()) throw std::invalid_argument(std::string(what) + " must be an array of hexfloat strings");
+  std::vector<double> out;
+  out.reserve(j.size());
+  for (const auto& e : j) {
+    if (!e.is_string()) throw std::invalid_argument(std::string(what) + " must contain hexfloat strings");
+    out.push_back(parse_hexfloat(e.get<std::string>()));
+  }
+  return out;
+}
+
+nlohmann::json case_to_json(const LayerNormCase& c) {
+  nlohmann::json j = {{"dtype", std::string(dtype_info(c.dtype).name)},
+                      {"rows", c.rows},
+                      {"n", c.n},
+                      {"eps", hexfloat(c.eps)},
+                      {"generator", c.generator},
+                      {"case_seed", std::to_string(c.seed)},
+                      {"digest", std::to_string(case_digest(c))}};
+  if (c.rows * c.n <= kInlineCaseLimit) {
+    j["x"] = hex_array(c.x);
+    j["gamma"] = hex_array(c.gamma);
+    j["beta"] = hex_array(c.beta);
+    j["dy"] = hex_array(c.dy);
+  }
+  return j;
+}
+
+LayerNormCase case_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument("case must be a JSON object");
+  for (const char* key : {"dtype", "rows", "n", "eps", "x", "gamma", "beta"})
+    if (!j.contains(key)) throw std::invalid_argument(std::string("case lacks '") + key + "'");
+  LayerNormCase c;
+  const auto dt = parse_dtype(j.at("dtype").get<std::string>());
+  if (!dt) throw std::invalid_argument("unknown dtype '" + j.at("dtype").get<std::string>() + "'");
+  c.dtype = *dt;
+  c.rows = j.at("rows").get<int64_t>();
+  c.n = j.at("n").get<int64_t>();
+  c.eps = parse_hexfloat(j.at("eps").get<std::string>());
+  c.x = parse_hex_array(j.at("x"), "x");
+  c.gamma = parse_hex_array(j.at("gamma"), "gamma");
+  c.beta = parse_hex_array(j.at("beta"), "beta");
+  if (j.contains("dy")) c.dy = parse_hex_array(j.at("dy"), "dy");
+  c.generator = j.value("generator", "");
+  c.seed = std::stoull(j.value("case_seed", "0"));
+  return c;
+}
+
+nlohmann::json worst_element_json(const WorstElement& w, int64_t n) {
+  return {{"index", w.index},
+          {"row", n > 0 && w.index >= 0 ? w.index / n : 0},
+          {"col", n > 0 && w.index >= 0 ? w.index % n : w.index},
+          {"kernel", hexfloat(w.got)},
+          {"kernel_decimal", fmt_decimal(w.got)},
+          {"oracle_hi", hexfloat(w.ref.hi)},
+          {"oracle_lo", hexfloat(w.ref.lo)},
+          {"oracle_scale", w.ref.scale},
+          {"oracle_decimal", fmt_decimal(w.ref.approx())},
+          {"oracle_radius", hexfloat(w.ref.rad)},
+          {"oracle_rounded", hexfloat(w.ref.rounded)},
+          {"bound", hexfloat(w.bound)},
+          {"abs_error", json_number(w.error.abs_err)},
+          {"ulp_error", json_number(w.error.ulp_err)},
+          {"bound_ratio", json_number(w.error.bound_ratio)}};
+}
+
+std::string failing_case_json_line(const LayerNormCase& c, const KernelEntry& k, const OutputJudgement& j) {
+  nlohmann::json line = {{"op", std::string(op_name(k.op))},
+                         {"kernel", k.kernel},
+                         {"variant", k.variant},
+                         {"accum", std::string(dtype_info(k.accum).name)},
+                         {"output", j.output},
+                         {"case", case_to_json(c)},
+                         {"worst", worst_element_json(j.worst, row_length_of_output(j.output, c.n))}};
+  return line.dump();
+}
+
+}  // namespace normcheck

@@ -1,0 +1,46 @@
+#pragma once
+/// JSON encoding of cases and values: hexfloat strings (exact) beside decimals (readable).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/certified_value.hpp"
+#include "core/layernorm_case.hpp"
+#include "kernels/registry.hpp"
+#include "suite/judge.hpp"
+
+namespace normcheck {
+
+/// Exact hexadecimal floating-point text ("%a"), e.g. "0x1.8p+1"; "inf", "-inf", "nan".
+std::string hexfloat(double v);
+/// Decimal text with 17 significant digits (round-trips), or hexfloat's words for non-finite.
+std::string fmt_decimal(double v);
+/// A JSON number when finite, else the string "inf", "-inf" or "nan".
+nlohmann::json json_number(double v);
+/// Row length of an output tensor: n for per-element outputs (y, dx), 0 for per-column ones.
+inline int64_t row_length_of_output(const std::string& output, int64_t n) {
+  return (output == "y" || output == "dx") ? n : 0;
+}
+/// Parses hexfloat (or decimal) text; throws std::invalid_argument on malformed text.
+double parse_hexfloat(const std::string& s);
+
+nlohmann::json hex_array(const std::vector<double>& v);
+std::vector<double> parse_hex_array(const nlohmann::json& j, const char* what);
+
+/// Inputs are written in full when rows * n is at most this; larger cases replay from the seed.
+inline constexpr int64_t kInlineCaseLimit = 4096;
+
+/// The case: shape, eps, generator, seed, digest, and (if small) every input in hexfloat.
+nlohmann::json case_to_json(const LayerNormCase& c);
+/// Rebuilds a case from case_to_json output; throws std::invalid_argument if inputs are absent
+/// or malformed.
+LayerNormCase case_from_json(const nlohmann::json& j);
+
+/// One worst element: index, kernel value and reference in hexfloat and decimal.
+nlohmann::json worst_element_json(const WorstElement& w, int64_t n);
+
+/// One line of the failure journal: kernel, output, case and worst element.
+std::string failing_case_json_line(const LayerNormCase& c, const KernelEntry& k, const OutputJudgement& j);
+
+}  // namespace normcheck

@@ -1,0 +1,195 @@
+#include "report/report.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "oracles/certified_layernorm.hpp"
+#include "report/case_json.hpp"
+
+#ifndef NORMCHECK_GIT_REVISION
+#define NORMCHECK_GIT_REVISION "unknown"
+#endif
+#ifndef NORMCHECK_CXX_FLAGS
+#define NORMCHECK_CXX_FLAGS "unknown"
+#endif
+
+namespace normcheck {
+namespace {
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  return "unknown";
+}
+
+const char* expectation_name(Expectation e) { return e == Expectation::must_pass ? "must_pass" : "report_only"; }
+
+std::string verdict(const Record& r) {
+  if (r.cases == 0) return "not_run";
+  if (r.acc.count() == 0 && r.acc.uncertified() > 0) return "uncertified";
+  if (!r.failed()) return "pass";
+  return r.known_weak ? "flagged" : "fail";
+}
+
+nlohmann::json config_json(const RunConfig& cfg) {
+  nlohmann::json ops = nlohmann::json::array(), dtypes = nlohmann::json::array();
+  for (Op op : cfg.ops) ops.push_back(std::string(op_name(op)));
+  for (DType d : cfg.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
+  return {{"suite", cfg.suite},
+          {"ops", ops},
+          {"variants", cfg.variants},
+          {"dtypes", dtypes},
+          {"generators", cfg.generators},
+          {"cases_per_generator", cfg.cases_per_generator},
+          {"seed", std::to_string(cfg.seed)},
+          {"shape", {{"rows", cfg.shape.rows}, {"n", cfg.shape.n}, {"max_elements", cfg.shape.max_elements}}},
+          {"eps_override", cfg.eps_override ? nlohmann::json(hexfloat(*cfg.eps_override)) : nlohmann::json()}};
+}
+
+nlohmann::json worst_case_json(const RunConfig& cfg, const Record& r, size_t record_index,
+                               const std::string& report_path) {
+  if (r.worst.case_index < 0) return nullptr;
+  LayerNormCase c = gen::make_layernorm_case(r.worst.generator, r.key.storage, r.worst.case_seed, cfg.shape);
+  if (cfg.eps_override) c.eps = *cfg.eps_override;
+  nlohmann::json j = case_to_json(c);
+  j["case_index"] = r.worst.case_index;
+  j["element"] = worst_element_json(r.worst.element, row_length_of_output(r.key.output, c.n));
+  j["replay"] = "normcheck replay --report " + report_path + " --record " + std::to_string(record_index);
+  return j;
+}
+
+nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, const std::string& path) {
+  const ErrorAccumulator& a = r.acc;
+  return {{"op", std::string(op_name(r.key.op))},
+          {"kernel", r.key.kernel},
+          {"variant", r.key.variant},
+          {"storage", std::string(dtype_info(r.key.storage).name)},
+          {"accum", std::string(dtype_info(r.key.accum).name)},
+          {"property", r.key.property},
+          {"output", r.key.output},
+          {"bound_id", r.bound_id},
+          {"expectation", expectation_name(r.expectation)},
+          {"known_weak", r.known_weak},
+          {"verdict", verdict(r)},
+          {"cases", r.cases},
+          {"failed_cases", r.failed_cases},
+          {"uncertified_cases", r.uncertified_cases},
+          {"elements", a.count()},
+          {"max_ulp", json_number(a.max_ulp())},
+          {"rms_ulp", json_number(a.rms_ulp())},
+          {"max_ulp_distance", a.max_ulp_distance()},
+          {"max_abs_error", json_number(a.max_abs())},
+          {"max_rel_error", json_number(a.max_rel())},
+          {"max_mollified_error", json_number(a.max_mollified())},
+          {"normwise_error", json_number(a.normwise())},
+          {"max_bound_ratio", json_number(std::max(0.0, a.max_bound_ratio()))},
+          {"bound_violations", a.bound_violations()},
+          {"void_bound_elements", a.void_bounds()},
+          {"uncertified_elements", a.uncertified()},
+          {"nonfinite_mismatches", a.nonfinite_mismatches()},
+          {"oracle",
+           {{"precision_bits", r.oracle_precision_bits},
+            {"certified_max_err_ulps", r.oracle_max_err_ulps},
+            {"required_max_err_ulps", kRequiredUlpFraction}}},
+          {"worst_case", worst_case_json(cfg, r, index, path)}};
+}
+
+}  // namespace
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string record_label(const RecordKey& k) {
+  return std::string(op_name(k.op)) + "/" + k.output + " " + k.variant + " " +
+         std::string(dtype_info(k.storage).name) + "(acc " + std::string(dtype_info(k.accum).name) + ") " +
+         k.property;
+}
+
+nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMetadata& meta,
+                           const std::string& report_path) {
+  nlohmann::json records = nlohmann::json::array();
+  for (size_t i = 0; i < r.records.size(); ++i) records.push_back(record_json(cfg, r.records[i], i, report_path));
+  nlohmann::json flags = nlohmann::json::array();
+  for (const FlagCheck& f : r.flag_checks)
+    flags.push_back({{"variant", std::string(f.expectation.variant)},
+                     {"storage", f.storage},
+                     {"generator", std::string(f.expectation.generator)},
+                     {"why", std::string(f.expectation.why)},
+                     {"failing_records", f.failing_records},
+                     {"caught", f.caught()}});
+  return {{"schema_version", kReportSchemaVersion},
+          {"tool", "normcheck"},
+          {"run",
+           {{"complete", !r.interrupted},
+            {"passed", run_passed(r)},
+            {"cases_planned", r.cases_planned},
+            {"cases_done", r.cases_done},
+            {"start_time", meta.start_time},
+            {"end_time", meta.end_time},
+            {"command_line", meta.command_line},
+            {"threads", cfg.threads},
+            {"git_revision", NORMCHECK_GIT_REVISION},
+            {"compiler", std::string("g++ ") + __VERSION__},
+            {"flags", NORMCHECK_CXX_FLAGS},
+            {"cpu", cpu_model()},
+            {"oracle",
+             {{"method", "MPFI interval enclosure with precision escalation"},
+              {"precisions_bits", {168, 500, 1331}},
+              {"max_precision_bits_used", r.max_oracle_precision_bits},
+              {"required_max_err_ulps", kRequiredUlpFraction}}}}},
+          {"config", config_json(cfg)},
+          {"records", records},
+          {"flag_checks", flags}};
+}
+
+void write_json_atomically(const std::string& path, const nlohmann::json& j) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) throw std::runtime_error("cannot write report '" + path + "'");
+    f << j.dump(1) << '\n';
+    if (!f) throw std::runtime_error("cannot write report '" + path + "'");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename report into '" + path + "'");
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::runtime_error("'" + path + "' is not valid JSON (" + std::string(e.what()) + ")");
+  }
+}
+
+RunConfig config_from_report(const nlohmann::json& report) {
+  const auto& c = report.at("config");
+  RunConfig cfg;
+  cfg.suite = c.at("suite").get<std::string>();
+  cfg.seed = std::stoull(c.at("seed").get<std::string>());
+  cfg.shape.rows = c.at("shape").at("rows").get<int64_t>();
+  cfg.shape.n = c.at("shape").at("n").get<int64_t>();
+  cfg.shape.max_elements = c.at("shape").at("max_elements").get<int64_t>();
+  if (!c.at("eps_override").is_null()) cfg.eps_override = parse_hexfloat(c.at("eps_override").get<std::string>());
+  return cfg;
+}
+
+}  // namespace normcheck

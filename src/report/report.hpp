@@ -1,0 +1,37 @@
+#pragma once
+/// The JSON report (schema: reports/schema/report.v1.schema.json).
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "suite/runner.hpp"
+
+namespace normcheck {
+
+inline constexpr const char* kReportSchemaVersion = "1.0.0";
+
+struct RunMetadata {
+  std::string start_time, end_time;
+  std::string command_line;
+};
+
+/// Builds the whole report; worst cases are regenerated from their seeds to embed their inputs.
+nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMetadata& meta,
+                           const std::string& report_path);
+
+/// Writes `j` to `path` through a temporary file and rename, so a reader never sees half a report.
+void write_json_atomically(const std::string& path, const nlohmann::json& j);
+
+/// Reads and parses a JSON file; throws std::runtime_error with one clear line on failure.
+nlohmann::json read_json_file(const std::string& path);
+
+/// The configuration a report was produced with (for regenerating worst cases).
+RunConfig config_from_report(const nlohmann::json& report);
+
+/// Text form of a record's identity, e.g. "layernorm_forward/y two_pass f16(acc f32) accuracy/normal".
+std::string record_label(const RecordKey& k);
+
+/// ISO 8601 UTC timestamp of now.
+std::string utc_now();
+
+}  // namespace normcheck

@@ -1,0 +1,41 @@
+#pragma once
+/// Judges one kernel on one case against the certified oracle and the tolerance table.
+#include <string>
+#include <vector>
+
+#include "core/metrics.hpp"
+#include "core/tolerance_table.hpp"
+#include "kernels/registry.hpp"
+#include "oracles/certified_layernorm.hpp"
+
+namespace normcheck {
+
+/// The element with the largest bound ratio in one output of one case.
+struct WorstElement {
+  int64_t index = -1;
+  double got = 0;
+  CertifiedValue ref;
+  double bound = 0;
+  ElementError error;
+};
+
+/// Errors of one output tensor ("y", "dx", "dgamma", "dbeta") of one case.
+struct OutputJudgement {
+  std::string output;
+  ErrorAccumulator acc;
+  WorstElement worst;
+  bool failed = false;  ///< a bound violation or non-finite mismatch
+};
+
+/// Output names an op produces, in report order.
+const std::vector<std::string>& op_outputs(Op op);
+
+/// Runs kernel k on case c and measures every output element against the oracle `ref`.
+std::vector<OutputJudgement> judge_case(const KernelEntry& k, const LayerNormCase& c,
+                                        const oracle::CertifiedLayerNorm& ref);
+
+/// Measures given kernel outputs (already computed) against the oracle.
+std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNormCase& c,
+                                           const oracle::CertifiedLayerNorm& ref, const KernelOutputs& out);
+
+}  // namespace normcheck

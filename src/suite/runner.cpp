@@ -1,0 +1,216 @@
+#include "suite/runner.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "oracles/certified_layernorm.hpp"
+#include "report/case_json.hpp"
+
+namespace normcheck {
+namespace {
+
+struct WorkItem {
+  DType dtype;
+  size_t generator_index;
+  int64_t case_index;
+};
+
+/// One judged output of one kernel on one case.
+struct Partial {
+  size_t record;
+  OutputJudgement judgement;
+};
+
+struct ItemResult {
+  bool done = false;
+  bool certified = true;
+  double oracle_err_ulps = 0;
+  int oracle_bits = 0;
+  uint64_t seed = 0, digest = 0;
+  int64_t rows = 0, n = 0;
+  double eps = 0;
+  std::vector<Partial> partials;
+};
+
+bool selected(const std::vector<std::string>& list, const std::string& v) {
+  return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+}
+
+std::vector<WorkItem> plan_items(const RunConfig& cfg) {
+  std::vector<WorkItem> items;
+  for (DType dt : cfg.dtypes)
+    for (size_t g = 0; g < cfg.generators.size(); ++g)
+      for (int64_t k = 0; k < cfg.cases_per_generator; ++k) items.push_back({dt, g, k});
+  return items;
+}
+
+/// Records in a fixed order: dtype, generator, kernel, output.
+std::vector<Record> plan_records(const RunConfig& cfg, const std::vector<const KernelEntry*>& kernels,
+                                 std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index) {
+  std::vector<Record> records;
+  for (DType dt : cfg.dtypes)
+    for (size_t g = 0; g < cfg.generators.size(); ++g)
+      for (const KernelEntry* k : kernels) {
+        if (k->storage != dt) continue;
+        const ToleranceEntry& t = tolerance_for(*k);
+        for (const std::string& out : op_outputs(k->op)) {
+          Record r;
+          r.key = {k->op, k->kernel, k->variant, k->storage, k->accum, "accuracy/" + cfg.generators[g], out};
+          r.bound_id = std::string(t.bound_id);
+          r.expectation = t.expectation;
+          r.known_weak = k->known_weak;
+          index[{k, g, out}] = records.size();
+          records.push_back(std::move(r));
+        }
+      }
+  return records;
+}
+
+void append_journal(const RunConfig& cfg, const LayerNormCase& c, const KernelEntry& k,
+                    const OutputJudgement& j, std::mutex& mu) {
+  if (cfg.journal_path.empty()) return;
+  const std::string line = failing_case_json_line(c, k, j);
+  std::lock_guard<std::mutex> lock(mu);
+  std::ofstream f(cfg.journal_path, std::ios::app);
+  f << line << '\n';
+  f.flush();
+}
+
+ItemResult run_item(const RunConfig& cfg, const WorkItem& w, const std::vector<const KernelEntry*>& kernels,
+                    const std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index,
+                    std::mutex& journal_mu) {
+  ItemResult r;
+  const std::string& gname = cfg.generators[w.generator_index];
+  LayerNormCase c = gen::make_layernorm_case(gname, w.dtype, case_seed(cfg.seed, w.dtype, w.generator_index, w.case_index), cfg.shape);
+  if (cfg.eps_override) c.eps = *cfg.eps_override;
+  const bool need_vjp = std::any_of(kernels.begin(), kernels.end(),
+                                    [](const KernelEntry* k) { return k->op == Op::layernorm_backward; });
+  const oracle::CertifiedLayerNorm ref = oracle::certified_layernorm(c, need_vjp);
+  r.certified = ref.certified;
+  r.oracle_err_ulps = ref.max_err_ulps;
+  r.oracle_bits = ref.precision_bits;
+  r.seed = c.seed;
+  r.digest = case_digest(c);
+  r.rows = c.rows;
+  r.n = c.n;
+  r.eps = c.eps;
+  for (const KernelEntry* k : kernels) {
+    if (k->storage != w.dtype) continue;
+    for (OutputJudgement& j : judge_case(*k, c, ref)) {
+      if (j.failed) append_journal(cfg, c, *k, j, journal_mu);
+      r.partials.push_back({index.at({k, w.generator_index, j.output}), std::move(j)});
+    }
+  }
+  r.done = true;
+  return r;
+}
+
+void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, const ItemResult& item,
+                std::vector<Record>& records) {
+  for (const Partial& p : item.partials) {
+    Record& rec = records[p.record];
+    ++rec.cases;
+    if (!item.certified) ++rec.uncertified_cases;
+    if (p.judgement.failed) ++rec.failed_cases;
+    rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, item.oracle_err_ulps);
+    rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, item.oracle_bits);
+    const double before = rec.acc.max_bound_ratio();
+    rec.acc.merge(p.judgement.acc);
+    if (p.judgement.acc.max_bound_ratio() > before) {
+      rec.worst = {item_index, item.seed, cfg.generators[w.generator_index], item.rows, item.n, item.eps,
+                   item.digest, p.judgement.worst};
+    }
+  }
+}
+
+std::vector<FlagCheck> evaluate_flags(const RunConfig& cfg, const std::vector<Record>& records) {
+  std::vector<FlagCheck> checks;
+  for (const FlagExpectation& f : flag_expectations())
+    for (DType dt : cfg.dtypes) {
+      const std::string dname(dtype_info(dt).name);
+      if (f.storage != "*" && f.storage != dname) continue;
+      FlagCheck fc{f, dname, 0, false};
+      for (const Record& r : records) {
+        if (r.key.variant != f.variant || r.key.storage != dt) continue;
+        if (f.generator != "*" && r.key.property != "accuracy/" + std::string(f.generator)) continue;
+        if (r.cases == 0) continue;
+        fc.applicable = true;
+        if (r.failed_cases > 0) ++fc.failing_records;
+      }
+      if (fc.applicable) checks.push_back(fc);
+    }
+  return checks;
+}
+
+}  // namespace
+
+std::atomic<bool>& stop_requested() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+uint64_t case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t case_index) {
+  return derive_seed(run_seed, static_cast<uint64_t>(dt), generator_index, static_cast<uint64_t>(case_index));
+}
+
+std::vector<const KernelEntry*> selected_kernels(const RunConfig& cfg) {
+  std::vector<const KernelEntry*> out;
+  for (const KernelEntry& k : builtin_kernels()) {
+    if (std::find(cfg.ops.begin(), cfg.ops.end(), k.op) == cfg.ops.end()) continue;
+    if (std::find(cfg.dtypes.begin(), cfg.dtypes.end(), k.storage) == cfg.dtypes.end()) continue;
+    if (!selected(cfg.variants, k.variant)) continue;
+    out.push_back(&k);
+  }
+  return out;
+}
+
+RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int64_t)>& progress) {
+  const auto kernels = selected_kernels(cfg);
+  std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t> index;
+  RunResult result;
+  result.records = plan_records(cfg, kernels, index);
+  const std::vector<WorkItem> items = plan_items(cfg);
+  result.cases_planned = static_cast<int64_t>(items.size());
+  std::vector<ItemResult> done(items.size());
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> finished{0};
+  std::mutex journal_mu, progress_mu;
+  auto worker = [&] {
+    for (size_t i; !stop_requested() && (i = next++) < items.size();) {
+      done[i] = run_item(cfg, items[i], kernels, index, journal_mu);
+      const int64_t f = ++finished;
+      if (progress) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        progress(f, result.cases_planned);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(1, cfg.threads); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!done[i].done) {
+      result.interrupted = true;
+      continue;
+    }
+    ++result.cases_done;
+    result.max_oracle_precision_bits = std::max(result.max_oracle_precision_bits, done[i].oracle_bits);
+    merge_item(items[i], static_cast<int64_t>(i), cfg, done[i], result.records);
+  }
+  result.flag_checks = evaluate_flags(cfg, result.records);
+  return result;
+}
+
+bool run_passed(const RunResult& r) {
+  for (const Record& rec : r.records)
+    if (rec.expectation == Expectation::must_pass && rec.failed()) return false;
+  for (const FlagCheck& f : r.flag_checks)
+    if (!f.caught()) return false;
+  return !r.interrupted;
+}
+
+}  // namespace normcheck

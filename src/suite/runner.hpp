@@ -1,0 +1,97 @@
+#pragma once
+/// Runs a verification suite: generates cases, evaluates the certified oracle once per case,
+/// judges every selected kernel, and aggregates records deterministically (case order, not
+/// thread timing, decides every tie).
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "properties/generators.hpp"
+#include "suite/judge.hpp"
+
+namespace normcheck {
+
+struct RunConfig {
+  std::string suite = "default";
+  std::vector<Op> ops;
+  std::vector<std::string> variants;  ///< empty: all
+  std::vector<DType> dtypes;
+  std::vector<std::string> generators;
+  int cases_per_generator = 3;
+  uint64_t seed = 1;
+  int threads = 1;
+  gen::ShapeRequest shape;
+  std::optional<double> eps_override;
+  std::string journal_path;  ///< failing cases are appended here as JSON lines (empty: none)
+};
+
+/// Identity of a report record.
+struct RecordKey {
+  Op op;
+  std::string kernel, variant;
+  DType storage, accum;
+  std::string property;  ///< "accuracy/<generator>"
+  std::string output;
+};
+
+/// Where a record's worst element came from: enough to regenerate and replay it.
+struct WorstCase {
+  int64_t case_index = -1;
+  uint64_t case_seed = 0;
+  std::string generator;
+  int64_t rows = 0, n = 0;
+  double eps = 0;
+  uint64_t digest = 0;
+  WorstElement element;
+};
+
+struct Record {
+  RecordKey key;
+  std::string bound_id;
+  Expectation expectation = Expectation::must_pass;
+  bool known_weak = false;
+  int64_t cases = 0, failed_cases = 0;
+  int64_t uncertified_cases = 0;  ///< cases with elements the oracle could not certify (unjudged)
+  ErrorAccumulator acc;
+  double oracle_max_err_ulps = 0;
+  int oracle_precision_bits = 0;
+  WorstCase worst;
+  bool failed() const { return failed_cases > 0; }
+};
+
+/// Outcome of one flag expectation: was the known-weak kernel caught?
+struct FlagCheck {
+  FlagExpectation expectation;
+  std::string storage;
+  int64_t failing_records = 0;
+  bool applicable = false;  ///< the run contained matching records
+  bool caught() const { return failing_records > 0; }
+};
+
+struct RunResult {
+  std::vector<Record> records;
+  std::vector<FlagCheck> flag_checks;
+  int64_t cases_done = 0, cases_planned = 0;
+  bool interrupted = false;
+  int max_oracle_precision_bits = 0;
+};
+
+/// Set to true (e.g. by a signal handler) to stop after the cases in flight.
+std::atomic<bool>& stop_requested();
+
+/// Case seed of (dtype, generator index, case index) under the run seed.
+uint64_t case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t case_index);
+
+/// Runs the suite; `progress` (may be empty) is called after each case with (done, planned).
+RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int64_t)>& progress = {});
+
+/// True when every must_pass record passed and every applicable flag expectation was caught.
+bool run_passed(const RunResult& r);
+
+/// The kernels a config selects, in registry order.
+std::vector<const KernelEntry*> selected_kernels(const RunConfig& cfg);
+
+}  // namespace normcheck

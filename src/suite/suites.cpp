@@ -1,0 +1,30 @@
+#include "suite/suites.hpp"
+
+namespace normcheck {
+
+const std::vector<SuiteDef>& suites() {
+  static const std::vector<SuiteDef> table = {
+      {"default", "every LayerNorm kernel x dtype x generator, 3 cases each, rows*n <= 16384", 3, 16384,
+       20261130},
+      {"quick", "every LayerNorm kernel x dtype x generator, 1 case each, rows*n <= 2048", 1, 2048, 20261130},
+  };
+  return table;
+}
+
+std::optional<RunConfig> suite_config(std::string_view name) {
+  for (const SuiteDef& s : suites()) {
+    if (s.name != name) continue;
+    RunConfig cfg;
+    cfg.suite = std::string(s.name);
+    cfg.ops = {Op::layernorm_forward, Op::layernorm_backward};
+    for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
+    cfg.generators = gen::row_generator_names();
+    cfg.cases_per_generator = s.cases_per_generator;
+    cfg.shape.max_elements = s.max_elements;
+    cfg.seed = s.seed;
+    return cfg;
+  }
+  return std::nullopt;
+}
+
+}  // namespace normcheck

@@ -1,0 +1,25 @@
+#pragma once
+/// Named suites, defined as data.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "suite/runner.hpp"
+
+namespace normcheck {
+
+struct SuiteDef {
+  std::string_view name;
+  std::string_view description;
+  int cases_per_generator;
+  int64_t max_elements;
+  uint64_t seed;
+};
+
+const std::vector<SuiteDef>& suites();
+
+/// The run configuration of a named suite (all ops, dtypes, variants, generators); nullopt if unknown.
+std::optional<RunConfig> suite_config(std::string_view name);
+
+}  // namespace normcheck
