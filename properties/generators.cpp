@@ -20,8 +20,8 @@ struct Shape {
   int64_t rows, n;
 };
 
-Shape pick_shape(Rng& rng, const ShapeRequest& req, int64_t n_max = 8192) {
-  const int64_t n = req.n > 0 ? req.n : rng.log_range(1, n_max);
+Shape pick_shape(Rng& rng, const ShapeRequest& req, int64_t n_min) {
+  const int64_t n = req.n > 0 ? req.n : rng.log_range(n_min, 8192);
   int64_t rows = req.rows > 0 ? req.rows : rng.log_range(1, 512);
   if (req.rows <= 0) rows = std::max<int64_t>(1, std::min(rows, req.max_elements / n));
   return {rows, n};
@@ -65,16 +65,30 @@ void fill_near_max(Rng& rng, LayerNormCase& c) {
   for (auto& v : c.x) v = near_max(rng, c.dtype, limit);
 }
 
-void fill_large_mean(Rng& rng, LayerNormCase& c) {
-  // |mean| / spread = 1e2 ... min(1e6, 2^(p-1)): beyond 2^(p-1) the spread falls below half an
-  // ulp of the mean and the stored row is constant. |mean| stays where sums of squares are safe.
-  const double top = std::min(6.0, std::log10(std::ldexp(1.0, dtype_info(c.dtype).precision - 1)));
-  const double ratio = std::pow(10.0, 2.0 + (top - 2.0) * rng.uniform());
+/// Rows mean + spread * N(0,1) with |mean| / spread log-uniform in [10^lo, 10^hi]; beyond 2^(p-1)
+/// the spread falls below half an ulp of the mean and the stored row would be constant, so hi is
+/// capped there. |mean| stays where sums of squares are safe.
+void fill_mean_over_spread(Rng& rng, LayerNormCase& c, double lo, double hi) {
+  hi = std::min(hi, std::log10(std::ldexp(1.0, dtype_info(c.dtype).precision - 1)));
+  lo = std::min(lo, hi);
+  const double ratio = std::pow(10.0, lo + (hi - lo) * rng.uniform());
   const double limit = 0.25 * square_safe_limit(c.dtype, c.n);
   const double spread = std::min(std::ldexp(1.0, static_cast<int>(rng.range(-8, 8))), limit / ratio);
   const double mean = spread * ratio * (rng.coin() ? 1 : -1);
   for (auto& v : c.x) v = normal(rng, c.dtype, mean, spread);
 }
+
+/// Large mean, small spread, within what the default accumulator resolves for a sound two-pass
+/// kernel (|mean| / spread <= 1 / (4 n u_acc)), where the one-pass formula already fails.
+void fill_large_mean(Rng& rng, LayerNormCase& c) {
+  const double u = dtype_info(dtype_info(c.dtype).default_accum).unit_roundoff;
+  const double resolvable = std::log10(0.25 / (static_cast<double>(c.n) * u));
+  fill_mean_over_spread(rng, c, 2.0, std::min(6.0, resolvable));
+}
+
+/// The trackers' extreme rows (|mean| / spread 1e4 ... 1e7, e.g. mean 1e4 + i 1e-3 in f32): often
+/// beyond what any sequential-sum kernel resolves; there the a priori bound is void and reported.
+void fill_large_mean_extreme(Rng& rng, LayerNormCase& c) { fill_mean_over_spread(rng, c, 4.0, 7.0); }
 
 void fill_constant(Rng& rng, LayerNormCase& c) {
   const double value = rng.coin() ? signed_zero(rng) : normal(rng, c.dtype, 0.0, 4.0);
@@ -104,15 +118,21 @@ struct RowGenerator {
   const char* name;
   RowFill fill;
   int64_t fixed_n;  ///< 0: free
+  int64_t min_n;    ///< smallest row length the generator draws when free
 };
 
 const std::vector<RowGenerator>& row_generators() {
   static const std::vector<RowGenerator> table = {
-      {"normal", fill_normal, 0},           {"log_uniform", fill_log_uniform, 0},
-      {"subnormal", fill_subnormal, 0},     {"near_max", fill_near_max, 0},
-      {"large_mean", fill_large_mean, 0},   {"constant", fill_constant, 0},
-      {"n_equals_1", fill_normal, 1},       {"eps_dominant", fill_eps_dominant, 0},
-      {"overflow_prone", fill_overflow_prone, 0},
+      {"normal", fill_normal, 0, 1},
+      {"log_uniform", fill_log_uniform, 0, 1},
+      {"subnormal", fill_subnormal, 0, 1},
+      {"near_max", fill_near_max, 0, 1},
+      {"large_mean", fill_large_mean, 0, 16},  // burn#5607 used n = 16
+      {"large_mean_extreme", fill_large_mean_extreme, 0, 4},  // pytorch#51102 used n = 4
+      {"constant", fill_constant, 0, 1},
+      {"n_equals_1", fill_normal, 1, 1},
+      {"eps_dominant", fill_eps_dominant, 0, 1},
+      {"overflow_prone", fill_overflow_prone, 0, 2},
   };
   return table;
 }
@@ -181,7 +201,7 @@ LayerNormCase make_layernorm_case(std::string_view generator, DType dt, uint64_t
   c.seed = seed;
   ShapeRequest req = shape;
   if (it->fixed_n > 0) req.n = it->fixed_n;
-  const Shape s = pick_shape(rng, req);
+  const Shape s = pick_shape(rng, req, it->min_n);
   c.rows = s.rows;
   c.n = s.n;
   c.eps = 1e-5;

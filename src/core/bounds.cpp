@@ -17,10 +17,16 @@ struct Units {
   bool store_rounds;    ///< the final conversion Accum -> Storage rounds
 };
 
+/// Half the subnormal spacing of a dtype; for f64 that is 2^-1075, which double cannot hold, so
+/// it is rounded up to 2^-1074 (the bound stays rigorous, 2x loose in the f64 underflow range).
+double half_spacing(const DTypeInfo& d) {
+  return std::max(0.5 * d.denorm_min, std::numeric_limits<double>::denorm_min());
+}
+
 Units units_of(const BoundModel& m) {
   const DTypeInfo& s = dtype_info(m.storage);
   const DTypeInfo& a = dtype_info(m.accum);
-  return {s.unit_roundoff, a.unit_roundoff, 0.5 * s.denorm_min, 0.5 * a.denorm_min, m.storage != m.accum};
+  return {s.unit_roundoff, a.unit_roundoff, half_spacing(s), half_spacing(a), m.storage != m.accum};
 }
 
 /// Error model of one row's statistics (section 2.1 and 2.2 of docs/bounds.md).
@@ -51,7 +57,7 @@ double row_mean_error_welford(const double* x, int64_t n, const Units& u) {
   // The first step is exact (mean = 0 + (x_1 - 0) / 1); each later step rounds three times.
   const double c = static_cast<double>(n - 1) * u.ua + 2.0 * (2.0 * u.ua + u.ua * u.ua) * (harmonic - 1.0);
   if (c >= 1) return std::numeric_limits<double>::infinity();
-  return c * m / (1 - c) + static_cast<double>(n) * u.eta_a;
+  return (c * m + static_cast<double>(n) * u.eta_a) / (1 - c);
 }
 
 /// Two-pass: sum_j d_j = 0 exactly, so the mean error enters v only at second order.
@@ -83,7 +89,7 @@ double variance_error_welford(const double* x, int64_t n, double e_mu, const Uni
 /// Relative error of r_hat = 1 / sqrt(fl(v_hat + eps_hat)) (section 2.3).
 double rstd_relative_error(double v, double e_v, double eps, const Units& u) {
   const double w = v + eps;
-  const double e_w = e_v + u.ua * eps + u.eta_a + u.ua * (w + e_v + u.ua * eps);
+  const double e_w = e_v + u.ua * eps + 2 * u.eta_a + u.ua * (w + e_v + u.ua * eps);
   const double delta = e_w / w;
   if (!(delta < 1)) return std::numeric_limits<double>::infinity();
   const double a = delta / (2 * std::pow(1 - delta, 1.5));
@@ -143,7 +149,7 @@ std::vector<double> layernorm_forward_bound(const LayerNormCase& c, const oracle
       const double ga = std::fabs(c.gamma[j]);
       const double t = ga * std::fabs(r.d[j]) * rstd;
       const double e_t = ga * rstd * (std::fabs(r.d[j]) * r.delta_r + r.e_d[j] * (1 + r.delta_r)) * (1 + g2) +
-                         g2 * t + 2 * u.eta_a;
+                         g2 * t + u.eta_a * (1 + ga * (1 + g2));  // underflow of d*r, scaled by gamma
       const double y = std::fabs(ref.y[k].approx());
       const double e_s = e_t * (1 + u.ua) + u.ua * y + u.eta_a;
       bound[k] = with_store(y, e_s, u);
@@ -166,7 +172,7 @@ BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::Cer
     const RowError r = row_error(c, ref, i, m, u);
     const double rstd = ref.rstd[i];
     const size_t base = static_cast<size_t>(i * c.n);
-    double sum_g = 0, sum_abs_g = 0, sum_gz = 0, acc_b = 0, mag_b = 0;
+    double sum_g = 0, sum_abs_g = 0, sum_eg = 0, sum_gz = 0, acc_b = 0, mag_b = 0;
     for (int64_t j = 0; j < c.n; ++j) {
       const double dy = c.dy[base + j];
       z[j] = r.d[j] * rstd;
@@ -175,17 +181,20 @@ BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::Cer
       const double eg = u.ua * std::fabs(g[j]) + u.eta_a;
       sum_g += g[j];
       sum_abs_g += std::fabs(g[j]) + eg;
+      sum_eg += eg;
       sum_gz += g[j] * z[j];
       acc_b += std::fabs(g[j]) * ez[j] + std::fabs(z[j]) * eg + eg * ez[j] +
-               u.ua * (std::fabs(g[j]) + eg) * (std::fabs(z[j]) + ez[j]);
+               u.ua * (std::fabs(g[j]) + eg) * (std::fabs(z[j]) + ez[j]) + u.eta_a;
       mag_b += (std::fabs(g[j]) + eg) * (std::fabs(z[j]) + ez[j]);
       dg_err[j] += std::fabs(dy) * ez[j];
       dg_mag[j] += std::fabs(dy) * (std::fabs(z[j]) + ez[j]);
       db_mag[j] += std::fabs(dy);
     }
     const double mean_g = sum_g / nn, mean_gz = sum_gz / nn;
-    const double e_a = (sum_abs_g * u.ua + gn * sum_abs_g) / nn + u.eta_a;
-    const double e_b = (acc_b + gn * mag_b) / nn + u.eta_a;
+    // A = fl(sum g_hat) / n: the products' errors, the sum's gamma_n (n - 1 additions and the
+    // division); B sums rounded products g_hat * z_hat, so gamma_{n+1}.
+    const double e_a = (sum_eg + gn * sum_abs_g) / nn + u.eta_a;
+    const double e_b = (acc_b + gamma_k(nn + 1, u.ua) * mag_b) / nn + u.eta_a;
     for (int64_t j = 0; j < c.n; ++j) {
       const double eg = u.ua * std::fabs(g[j]) + u.eta_a;
       const double e_q1 = eg + e_a + u.ua * (std::fabs(g[j] - mean_g) + eg + e_a) + u.eta_a;

@@ -6,7 +6,7 @@ const std::vector<SuiteDef>& suites() {
   static const std::vector<SuiteDef> table = {
       {"default", "every LayerNorm kernel x dtype x generator, 3 cases each, rows*n <= 16384", 3, 16384,
        20261130},
-      {"quick", "every LayerNorm kernel x dtype x generator, 1 case each, rows*n <= 2048", 1, 2048, 20261130},
+      {"quick", "every LayerNorm kernel x dtype x generator, 2 cases each, rows*n <= 2048", 2, 2048, 20261130},
   };
   return table;
 }

@@ -1,0 +1,159 @@
+// The normcheck command as a user meets it: bad input, reports, schema, replay, determinism.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outcome {
+  int exit_code;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+fs::path scratch() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("normcheck_cli_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+/// Runs normcheck with `args`; captures stdout, stderr and the exit status.
+Outcome normcheck(const std::string& args) {
+  const fs::path out = scratch() / "stdout", err = scratch() / "stderr";
+  const std::string cmd = std::string(NORMCHECK_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, slurp(out), slurp(err)};
+}
+
+nlohmann::json load(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
+
+/// Records without the replay command (which names the report path).
+nlohmann::json comparable_records(const nlohmann::json& report) {
+  nlohmann::json r = report.at("records");
+  for (auto& rec : r)
+    if (!rec.at("worst_case").is_null()) rec["worst_case"].erase("replay");
+  return r;
+}
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+const std::string kQuick = "run --suite quick --quiet ";
+
+}  // namespace
+
+TEST(Cli, BadInputGetsOneLineAndExitTwo) {
+  for (const char* args : {"run --eps 0", "run --eps -1e-5", "run --eps nan", "run --n 0", "run --rows 0",
+                           "run --dtypes f8", "run --ops softmax", "run --kernels fastest", "run --generators nope",
+                           "run --suite nightly_of_doom", "run --bogus", "run --threads 0", "frobnicate", "",
+                           "replay --report /nonexistent.json --record 0"}) {
+    const Outcome o = normcheck(args);
+    EXPECT_EQ(o.exit_code, 2) << args;
+    EXPECT_EQ(lines(o.err), 1) << args << ": " << o.err;
+    EXPECT_NE(o.err.find("error"), std::string::npos) << args;
+  }
+}
+
+TEST(Cli, QuickSuitePassesWritesReportAndValidatesAgainstSchema) {
+  const fs::path report = scratch() / "quick.json";
+  const Outcome o = normcheck(kQuick + "--threads 2 --out " + report.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto j = load(report);
+  EXPECT_TRUE(j.at("run").at("complete").get<bool>());
+  EXPECT_TRUE(j.at("run").at("passed").get<bool>());
+  for (const auto& f : j.at("flag_checks")) EXPECT_TRUE(f.at("caught").get<bool>()) << f.dump();
+  for (const auto& r : j.at("records")) EXPECT_LE(r.at("oracle").at("certified_max_err_ulps").get<double>(), 1e-3);
+  const std::string schema = std::string(NORMCHECK_SOURCE_DIR) + "/reports/schema/report.v1.schema.json";
+  const std::string py = "/usr/bin/python3 -c \"import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
+                         "json.load(open(sys.argv[2])))\" " + report.string() + " " + schema;
+  if (std::system("/usr/bin/python3 -c 'import jsonschema' 2>/dev/null") != 0) GTEST_SKIP() << "python3-jsonschema absent";
+  EXPECT_EQ(std::system(py.c_str()), 0);
+}
+
+TEST(Cli, SameSeedSameRecordsForOneAndTwoThreads) {
+  const fs::path a = scratch() / "t1.json", b = scratch() / "t2.json";
+  ASSERT_EQ(normcheck(kQuick + "--threads 1 --out " + a.string()).exit_code, 0);
+  ASSERT_EQ(normcheck(kQuick + "--threads 2 --out " + b.string()).exit_code, 0);
+  EXPECT_EQ(comparable_records(load(a)), comparable_records(load(b)));
+  const fs::path c = scratch() / "seed2.json";
+  ASSERT_EQ(normcheck(kQuick + "--seed 2 --out " + c.string()).exit_code, 0);
+  EXPECT_NE(comparable_records(load(a)), comparable_records(load(c)));
+}
+
+TEST(Cli, ReplayReproducesRecordedWorstElements) {
+  const fs::path report = scratch() / "replay.json";
+  ASSERT_EQ(normcheck(kQuick + "--out " + report.string()).exit_code, 0);
+  const auto j = load(report);
+  int replayed = 0;
+  for (size_t i = 0; i < j.at("records").size() && replayed < 6; i += 37) {
+    if (j["records"][i]["worst_case"].is_null()) continue;
+    const Outcome o = normcheck("replay --report " + report.string() + " --record " + std::to_string(i));
+    EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+    EXPECT_NE(o.out.find(j["records"][i]["worst_case"]["element"]["kernel"].get<std::string>()), std::string::npos);
+    EXPECT_NE(o.out.find("reproduces"), std::string::npos);
+    ++replayed;
+  }
+  EXPECT_GE(replayed, 3);
+}
+
+TEST(Cli, ReplayRejectsTamperedMalformedAndOutOfRangeReports) {
+  const fs::path report = scratch() / "tamper.json";
+  ASSERT_EQ(normcheck(kQuick + "--dtypes f32 --out " + report.string()).exit_code, 0);
+  auto j = load(report);
+  size_t idx = 0;
+  while (j["records"][idx]["worst_case"].is_null() || !j["records"][idx]["worst_case"].contains("x")) ++idx;
+  j["records"][idx]["worst_case"]["x"][0] = "0x1.8p+3";
+  const fs::path tampered = scratch() / "tampered.json";
+  std::ofstream(tampered) << j.dump();
+  Outcome o = normcheck("replay --report " + tampered.string() + " --record " + std::to_string(idx));
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("digest"), std::string::npos) << o.err;
+  const fs::path garbage = scratch() / "garbage.json";
+  std::ofstream(garbage) << "{\"records\": [1, 2";
+  EXPECT_EQ(normcheck("replay --report " + garbage.string() + " --record 0").exit_code, 2);
+  EXPECT_EQ(normcheck("replay --report " + report.string() + " --record 999999").exit_code, 2);
+}
+
+TEST(Cli, ExitOneWhenTheHarnessFailsToCatchAWeakKernel) {
+  // With n = 1 the one-pass variance is exact, so its flag expectation cannot be met: exit 1.
+  const fs::path report = scratch() / "uncaught.json";
+  const Outcome o = normcheck("run --quiet --kernels one_pass --generators large_mean --n 1 --cases 2 --dtypes f32 --out " +
+                              report.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_FALSE(load(report).at("run").at("passed").get<bool>());
+}
+
+TEST(Cli, InterruptedRunStillWritesAValidPartialReport) {
+  const fs::path report = scratch() / "interrupted.json";
+  const std::string cmd = "timeout -s TERM 3 " + std::string(NORMCHECK_BINARY) +
+                          " run --quiet --cases 100000 --out " + report.string() + " >/dev/null 2>&1";
+  std::system(cmd.c_str());
+  ASSERT_TRUE(fs::exists(report));
+  const auto j = load(report);
+  EXPECT_FALSE(j.at("run").at("complete").get<bool>());
+  EXPECT_GT(j.at("run").at("cases_done").get<int64_t>(), 0);
+  EXPECT_LT(j.at("run").at("cases_done").get<int64_t>(), j.at("run").at("cases_planned").get<int64_t>());
+}
+
+TEST(Cli, ListNamesEveryDtypeAndKernel) {
+  const Outcome o = normcheck("list");
+  EXPECT_EQ(o.exit_code, 0);
+  for (const char* s : {"f16", "bf16", "f32", "f64", "two_pass", "welford", "one_pass", "two_pass_storage_accum",
+                        "large_mean", "default", "quick"})
+    EXPECT_NE(o.out.find(s), std::string::npos) << s;
+}

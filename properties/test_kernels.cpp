@@ -1,0 +1,144 @@
+// Every built-in kernel variant x dtype against the certified oracle, through the tolerance table.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <sstream>
+
+#include "properties/rc_generators.hpp"
+#include "report/case_json.hpp"
+#include "suite/judge.hpp"
+
+using namespace normcheck;
+
+namespace {
+
+std::vector<const KernelEntry*> kernels_where(const std::string& variant, DType dt) {
+  std::vector<const KernelEntry*> out;
+  for (const KernelEntry& k : builtin_kernels())
+    if (k.variant == variant && k.storage == dt) out.push_back(&k);
+  return out;
+}
+
+/// Seed, shape and the worst element in hexfloat and decimal, for a failure message.
+std::string describe_failure(const LayerNormCase& c, const KernelEntry& k, const OutputJudgement& j) {
+  std::ostringstream s;
+  s << op_name(k.op) << "/" << j.output << " " << k.variant << " " << dtype_info(k.storage).name
+    << ": generator " << c.generator << " seed " << c.seed << " shape " << c.rows << "x" << c.n << " eps "
+    << hexfloat(c.eps) << "; element " << j.worst.index << " kernel " << hexfloat(j.worst.got) << " ("
+    << fmt_decimal(j.worst.got) << ") oracle " << hexfloat(j.worst.ref.approx()) << " ("
+    << fmt_decimal(j.worst.ref.approx()) << ") bound " << hexfloat(j.worst.bound) << " ratio "
+    << j.acc.max_bound_ratio() << " nonfinite " << j.acc.nonfinite_mismatches();
+  return s.str();
+}
+
+/// Judges all kernels of `variant` in `dt` on one case; returns the failures' descriptions.
+std::vector<std::string> failures_on(const LayerNormCase& c, const std::string& variant) {
+  const oracle::CertifiedLayerNorm ref = oracle::certified_layernorm(c, true);
+  std::vector<std::string> out;
+  for (const KernelEntry* k : kernels_where(variant, c.dtype))
+    for (const OutputJudgement& j : judge_case(*k, c, ref))
+      if (j.failed) out.push_back(describe_failure(c, *k, j));
+  return out;
+}
+
+void check_sound_variant(DType dt, const std::string& variant) {
+  const bool ok = rc::check(std::string(dtype_info(dt).name) + " " + variant + " within its a priori bound", [=] {
+    const LayerNormCase c = *rcgen::layernorm_case(dt, gen::row_generator_names(), 8192);
+    const auto failures = failures_on(c, variant);
+    if (!failures.empty()) RC_FAIL(failures.front());
+  });
+  EXPECT_TRUE(ok);
+}
+
+/// Counts, over a fixed set of seeds, the cases on which the harness flags `variant`.
+int flagged_cases(DType dt, const std::string& variant, const std::string& generator, int cases) {
+  int flagged = 0;
+  for (int s = 0; s < cases; ++s) {
+    const LayerNormCase c = gen::make_layernorm_case(generator, dt, 1000 + s, {0, 0, 4096});
+    if (!failures_on(c, variant).empty()) ++flagged;
+  }
+  return flagged;
+}
+
+}  // namespace
+
+TEST(Kernels, TwoPassWithinBoundEveryDtype) {
+  for_each_dtype([](auto tag) { check_sound_variant(dtype_traits<decltype(tag)>::id, "two_pass"); });
+}
+
+TEST(Kernels, WelfordWithinBoundEveryDtype) {
+  for_each_dtype([](auto tag) { check_sound_variant(dtype_traits<decltype(tag)>::id, "welford"); });
+}
+
+TEST(Kernels, HarnessFlagsOnePassOnLargeMeanRowsEveryDtype) {
+  for_each_dtype([](auto tag) {
+    const DType dt = dtype_traits<decltype(tag)>::id;
+    EXPECT_GE(flagged_cases(dt, "one_pass", "large_mean", 6), 4) << dtype_info(dt).name;
+  });
+}
+
+TEST(Kernels, HarnessFlagsStoragePrecisionAccumulation) {
+  for (DType dt : {DType::f16, DType::bf16}) {
+    EXPECT_GE(flagged_cases(dt, "two_pass_storage_accum", "normal", 6), 4) << dtype_info(dt).name;
+    EXPECT_GE(flagged_cases(dt, "two_pass_storage_accum", "overflow_prone", 4), 3) << dtype_info(dt).name;
+  }
+}
+
+TEST(Kernels, SoundVariantsPassTheCasesThatCatchWeakOnes) {
+  for (DType dt : {DType::f16, DType::bf16, DType::f32, DType::f64})
+    for (int s = 0; s < 4; ++s) {
+      const LayerNormCase c = gen::make_layernorm_case("large_mean", dt, 1000 + s, {0, 0, 4096});
+      EXPECT_TRUE(failures_on(c, "two_pass").empty()) << failures_on(c, "two_pass").front();
+    }
+}
+
+TEST(Kernels, ShrinkingFindsTheSmallestFailingShape) {
+  // A planted defect: the kernel is off by 2^-4 relative whenever n >= 40. RapidCheck must shrink
+  // any failing case to rows = 1 and n = 40.
+  const KernelEntry& base = *kernels_where("two_pass", DType::f32).front();
+  KernelEntry planted = base;
+  planted.run = [&base](const LayerNormCase& c) {
+    KernelOutputs o = base.run(c);
+    if (c.n >= 40)
+      for (auto& v : o.y) v = static_cast<float>(v * (1 + 0x1p-4));
+    return o;
+  };
+  int64_t last_rows = 0, last_n = 0;
+  const auto result = rc::detail::checkTestable([&] {
+    const LayerNormCase c = *rcgen::layernorm_case(DType::f32, {"normal"}, 4096);
+    const auto ref = oracle::certified_layernorm(c, false);
+    const bool failed = judge_case(planted, c, ref).front().failed;
+    if (failed) {
+      last_rows = c.rows;
+      last_n = c.n;
+    }
+    RC_ASSERT(!failed);
+  });
+  ASSERT_TRUE(result.template is<rc::detail::FailureResult>());
+  EXPECT_EQ(last_n, 40);
+  EXPECT_EQ(last_rows, 1);
+}
+
+TEST(Kernels, GeneratorsAreDeterministicAndValid) {
+  for (const auto& g : gen::row_generator_names())
+    for_each_dtype([&](auto tag) {
+      const DType dt = dtype_traits<decltype(tag)>::id;
+      const LayerNormCase a = gen::make_layernorm_case(g, dt, 42), b = gen::make_layernorm_case(g, dt, 42);
+      EXPECT_EQ(case_digest(a), case_digest(b)) << g;
+      EXPECT_FALSE(validate_case(a, true).has_value()) << g;
+    });
+}
+
+TEST(Kernels, GeneratorsProduceTheirHardFeatures) {
+  const auto sub = gen::make_layernorm_case("subnormal", DType::f32, 5, {4, 64, 256});
+  EXPECT_TRUE(std::any_of(sub.x.begin(), sub.x.end(), [](double v) {
+    return v != 0 && std::fabs(v) < dtype_info(DType::f32).min_normal;
+  }));
+  EXPECT_TRUE(std::any_of(sub.x.begin(), sub.x.end(), [](double v) { return v == 0 && std::signbit(v); }));
+  const auto one = gen::make_layernorm_case("n_equals_1", DType::bf16, 5);
+  EXPECT_EQ(one.n, 1);
+  const auto big = gen::make_layernorm_case("near_max", DType::f16, 5, {2, 8, 16});
+  EXPECT_GT(*std::max_element(big.x.begin(), big.x.end(), [](double a, double b) { return std::fabs(a) < std::fabs(b); }),
+            -1.0);  // exists
+  EXPECT_GE(std::fabs(big.x[0]), 0.5 * 65504 * 0.5);
+}
