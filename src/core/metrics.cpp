@@ -34,7 +34,10 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
   e.ulp_distance = std::llabs(ordered_key(encode_exact(got, fmt), fmt) -
                               ordered_key(encode_exact(ref.rounded, fmt), fmt));
   e.bound_void = std::isinf(bound);
-  e.bound_ratio = bound > 0 ? diff / std::ldexp(bound, -ref.scale) : (diff > 0 ? inf : 0.0);
+  const double scaled_bound = std::ldexp(bound, -ref.scale);
+  e.bound_ratio = bound > 0 ? diff / scaled_bound : (diff > 0 ? inf : 0.0);
+  e.violation = diff - ref.rad > scaled_bound;
+  e.undecided = !e.violation && diff + ref.rad > scaled_bound;
   return e;
 }
 
@@ -45,7 +48,8 @@ void ErrorAccumulator::add(const ElementError& e, int64_t index) {
   }
   ++count_;
   if (e.nonfinite_mismatch) ++nonfinite_;
-  if (e.bound_ratio > 1.0) ++violations_;
+  if (e.violation || e.nonfinite_mismatch) ++violations_;
+  if (e.undecided) ++undecided_;
   if (e.bound_void) ++void_bounds_;
   if (e.ulp_err > max_ulp_) max_ulp_ = e.ulp_err;
   if (e.ulp_distance > max_ulp_distance_) max_ulp_distance_ = e.ulp_distance;
@@ -71,6 +75,7 @@ void ErrorAccumulator::merge(const ErrorAccumulator& o) {
   violations_ += o.violations_;
   void_bounds_ += o.void_bounds_;
   uncertified_ += o.uncertified_;
+  undecided_ += o.undecided_;
   max_ulp_ = std::max(max_ulp_, o.max_ulp_);
   max_ulp_distance_ = std::max(max_ulp_distance_, o.max_ulp_distance_);
   sum_sq_ulp_ += o.sum_sq_ulp_;

@@ -20,9 +20,12 @@ struct ElementError {
   double ref_abs = 0;        ///< |y|, for the normwise error
   bool bound_void = false;   ///< the a priori bound is +inf here (outside its domain)
   bool uncertified = false;  ///< the reference is not accurate enough to judge: not counted
+  bool violation = false;    ///< certified: |y_hat - y| > bound for every y in the enclosure
+  bool undecided = false;    ///< the enclosure straddles the bound (within the oracle radius)
 };
 
-/// Errors of kernel value `got` (exact double of a dtype value) against `ref` with `bound`.
+/// Errors of kernel value `got` (exact double of a dtype value) against `ref` with `bound` (the
+/// tolerance). A violation is certified: it holds for every value in the oracle's enclosure.
 ElementError measure_element(double got, const CertifiedValue& ref, DType dtype, double bound);
 
 /// Running summary over many elements.
@@ -38,6 +41,7 @@ class ErrorAccumulator {
   int64_t bound_violations() const { return violations_; }
   int64_t void_bounds() const { return void_bounds_; }  ///< elements whose bound is +inf
   int64_t uncertified() const { return uncertified_; }  ///< elements left unjudged
+  int64_t undecided() const { return undecided_; }  ///< within the oracle radius of the bound
   double max_ulp() const { return max_ulp_; }
   int64_t max_ulp_distance() const { return max_ulp_distance_; }
   double rms_ulp() const;
@@ -50,7 +54,7 @@ class ErrorAccumulator {
   double normwise() const;
 
  private:
-  int64_t count_ = 0, nonfinite_ = 0, violations_ = 0, void_bounds_ = 0, uncertified_ = 0, worst_index_ = -1, max_ulp_distance_ = 0;
+  int64_t count_ = 0, nonfinite_ = 0, violations_ = 0, void_bounds_ = 0, uncertified_ = 0, undecided_ = 0, worst_index_ = -1, max_ulp_distance_ = 0;
   double max_ulp_ = 0, sum_sq_ulp_ = 0, max_abs_ = 0, max_rel_ = 0, max_mollified_ = 0;
   double max_ratio_ = -1, diff_sq_ = 0, ref_sq_ = 0;
 };

@@ -4,7 +4,7 @@ namespace normcheck {
 
 const std::vector<SuiteDef>& suites() {
   static const std::vector<SuiteDef> table = {
-      {"default", "every LayerNorm kernel x dtype x generator, 3 cases each, rows*n <= 16384", 3, 16384,
+      {"default", "every LayerNorm kernel x dtype x generator, 10 cases each, rows*n <= 65536", 10, 65536,
        20261130},
       {"quick", "every LayerNorm kernel x dtype x generator, 2 cases each, rows*n <= 2048", 2, 2048, 20261130},
   };
