@@ -57,3 +57,14 @@ CertifiedLayerNorm evaluate(const LayerNormCase& c, bool with_vjp, int precision
 }
 
 }  // namespace normcheck::oracle::detail
+
+/// Defines evaluate_layernorm_mpfi<Digits>(): the oracle on an MPFI type of Digits decimal digits.
+#define NORMCHECK_DEFINE_MPFI_LAYERNORM_ORACLE(Digits)                                                \
+  namespace normcheck::oracle {                                                                    \
+  CertifiedLayerNorm evaluate_layernorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {       \
+    using Interval = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<Digits>, \
+                                                   boost::multiprecision::et_off>;                 \
+    const int bits = static_cast<int>(mpfi_get_prec(Interval(0).backend().data()));                \
+    return detail::evaluate<Interval>(c, with_vjp, bits);                                          \
+  }                                                                                                \
+  }

@@ -3,13 +3,4 @@
 
 #include "oracles/layernorm_certify_impl.hpp"
 
-namespace normcheck::oracle {
-
-using Mpfi400 = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<400>,
-                                             boost::multiprecision::et_off>;
-
-CertifiedLayerNorm evaluate_layernorm_mpfi400(const LayerNormCase& c, bool with_vjp) {
-  return detail::evaluate<Mpfi400>(c, with_vjp, static_cast<int>(mpfi_get_prec(Mpfi400(0).backend().data())));
-}
-
-}  // namespace normcheck::oracle
+NORMCHECK_DEFINE_MPFI_LAYERNORM_ORACLE(400)

@@ -54,17 +54,25 @@ std::vector<double> axpy(const std::vector<double>& x, double s, const std::vect
   return r;
 }
 
-}  // namespace
-
-TEST(Oracle, WorkedExampleOfTheSeed) {
+/// A one-row f64 case with eps = 1e-5.
+LayerNormCase one_row(std::vector<double> x, std::vector<double> gamma, std::vector<double> beta,
+                      std::vector<double> dy = {}) {
   LayerNormCase c;
   c.dtype = DType::f64;
   c.rows = 1;
-  c.n = 4;
+  c.n = static_cast<int64_t>(x.size());
   c.eps = 1e-5;
-  c.x = {2, 4, 6, 8};
-  c.gamma = {1, 1, 1, 1};
-  c.beta = {0, 0, 0, 0};
+  c.x = std::move(x);
+  c.gamma = std::move(gamma);
+  c.beta = std::move(beta);
+  c.dy = std::move(dy);
+  return c;
+}
+
+}  // namespace
+
+TEST(Oracle, WorkedExampleOfTheSeed) {
+  const LayerNormCase c = one_row({2, 4, 6, 8}, {1, 1, 1, 1}, {0, 0, 0, 0});
   std::vector<Real> y;
   oracle::LayerNormStats<Real> s;
   oracle::layernorm_forward(c, y, s);
@@ -190,15 +198,7 @@ RC_GTEST_PROP(Oracle, CertifiedWithinOneThousandthUlp, ()) {
 
 TEST(Oracle, EscalatesPrecisionOnDeepCancellation) {
   // n = 2 with |x| ~ 1e150: dx = r (g1 - g2)/2 (1 - s^2) with 1 - s^2 ~ eps / 1e300 needs > 1000 bits.
-  LayerNormCase c;
-  c.dtype = DType::f64;
-  c.rows = 1;
-  c.n = 2;
-  c.eps = 1e-5;
-  c.x = {1e150, -1e150};
-  c.gamma = {1.5, -0.5};
-  c.beta = {0, 0};
-  c.dy = {1, 0.25};
+  const LayerNormCase c = one_row({1e150, -1e150}, {1.5, -0.5}, {0, 0}, {1, 0.25});
   const oracle::CertifiedLayerNorm r = oracle::certified_layernorm(c, true);
   EXPECT_GT(r.precision_bits, 168);
   EXPECT_TRUE(r.certified) << "max err " << r.max_err_ulps << " ulp at " << r.precision_bits << " bits";

@@ -18,60 +18,61 @@ enum class DType { f16, bf16, f32, f64 };
 template <class T>
 struct dtype_traits;
 
+/// Shared traits of the 16-bit storage types (f16, bf16): accumulate in f32 by default.
+template <class Half, DType Id, const FloatFormat& Format>
+struct half_traits {
+  static constexpr DType id = Id;
+  static constexpr const FloatFormat& format = Format;
+  using bits_type = uint16_t;
+  using default_accum = float;
+  static bits_type to_bits(Half v) { return v.bits(); }
+  static Half from_bits(bits_type b) { return Half::from_bits(b); }
+  static Half from_double(double x) { return Half(x); }
+  static double to_double(Half v) { return v.to_float(); }
+  static Half sqrt(Half v) { return Half(std::sqrt(v.to_float())); }
+};
+
 template <>
-struct dtype_traits<f16> {
-  static constexpr DType id = DType::f16;
+struct dtype_traits<f16> : half_traits<f16, DType::f16, kBinary16> {
   static constexpr std::string_view name = "f16";
-  static constexpr const FloatFormat& format = kBinary16;
-  using bits_type = uint16_t;
-  using default_accum = float;
-  static bits_type to_bits(f16 v) { return v.bits(); }
-  static f16 from_bits(bits_type b) { return f16::from_bits(b); }
-  static f16 from_double(double x) { return f16(x); }
-  static double to_double(f16 v) { return v.to_float(); }
-  static f16 sqrt(f16 v) { return f16(std::sqrt(v.to_float())); }
 };
 
 template <>
-struct dtype_traits<bf16> {
-  static constexpr DType id = DType::bf16;
+struct dtype_traits<bf16> : half_traits<bf16, DType::bf16, kBfloat16> {
   static constexpr std::string_view name = "bf16";
-  static constexpr const FloatFormat& format = kBfloat16;
-  using bits_type = uint16_t;
-  using default_accum = float;
-  static bits_type to_bits(bf16 v) { return v.bits(); }
-  static bf16 from_bits(bits_type b) { return bf16::from_bits(b); }
-  static bf16 from_double(double x) { return bf16(x); }
-  static double to_double(bf16 v) { return v.to_float(); }
-  static bf16 sqrt(bf16 v) { return bf16(std::sqrt(v.to_float())); }
+};
+
+/// Shared traits of the hardware types (f32, f64): they accumulate in themselves by default.
+/// Conversion from double is the IEEE cast (round to nearest even).
+template <class T, class Bits, DType Id, const FloatFormat& Format>
+struct ieee_traits {
+  static constexpr DType id = Id;
+  static constexpr const FloatFormat& format = Format;
+  using bits_type = Bits;
+  using default_accum = T;
+  static bits_type to_bits(T v) {
+    bits_type b;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
+  }
+  static T from_bits(bits_type b) {
+    T v;
+    std::memcpy(&v, &b, sizeof v);
+    return v;
+  }
+  static T from_double(double x) { return static_cast<T>(x); }
+  static double to_double(T v) { return v; }
+  static T sqrt(T v) { return std::sqrt(v); }
 };
 
 template <>
-struct dtype_traits<float> {
-  static constexpr DType id = DType::f32;
+struct dtype_traits<float> : ieee_traits<float, uint32_t, DType::f32, kBinary32> {
   static constexpr std::string_view name = "f32";
-  static constexpr const FloatFormat& format = kBinary32;
-  using bits_type = uint32_t;
-  using default_accum = float;
-  static bits_type to_bits(float v) { bits_type b; std::memcpy(&b, &v, 4); return b; }
-  static float from_bits(bits_type b) { float v; std::memcpy(&v, &b, 4); return v; }
-  static float from_double(double x) { return static_cast<float>(x); }  // IEEE RNE
-  static double to_double(float v) { return v; }
-  static float sqrt(float v) { return std::sqrt(v); }
 };
 
 template <>
-struct dtype_traits<double> {
-  static constexpr DType id = DType::f64;
+struct dtype_traits<double> : ieee_traits<double, uint64_t, DType::f64, kBinary64> {
   static constexpr std::string_view name = "f64";
-  static constexpr const FloatFormat& format = kBinary64;
-  using bits_type = uint64_t;
-  using default_accum = double;
-  static bits_type to_bits(double v) { bits_type b; std::memcpy(&b, &v, 8); return b; }
-  static double from_bits(bits_type b) { double v; std::memcpy(&v, &b, 8); return v; }
-  static double from_double(double x) { return x; }
-  static double to_double(double v) { return v; }
-  static double sqrt(double v) { return std::sqrt(v); }
 };
 
 template <class Storage>
