@@ -1,7 +1,9 @@
 #pragma once
 /// A priori componentwise error bounds for the LayerNorm kernels (derivations: docs/bounds.md).
-/// Every bound is evaluated per element from the case's exact inputs and the oracle's statistics.
-#include <string_view>
+/// Every bound is evaluated per element from the case's exact inputs and the oracle's statistics;
+/// rows whose intermediates may overflow get a void (+inf) bound and the `overflow` regime.
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/layernorm_case.hpp"
@@ -10,28 +12,54 @@
 namespace normcheck {
 
 /// How the row statistics are computed by the kernel the bound describes.
-enum class StatsModel { two_pass, welford };
+enum class StatsModel { two_pass, welford, one_pass };
+/// Order of the within-row sums (mean, sum of squares, backward row sums).
+enum class SumOrder { sequential, pairwise };
 
-/// Arithmetic the bound assumes: storage and accumulator unit roundoffs and statistics model.
+/// Arithmetic the bound assumes.
 struct BoundModel {
   StatsModel stats;
   DType storage;
   DType accum;
+  SumOrder order = SumOrder::sequential;
+  /// Relative error of r = 1/sqrt(w_hat) beyond w_hat's own error; < 0 means correctly rounded
+  /// sqrt then division: 2u/(1-u).
+  double rsqrt_error = -1;
 };
+
+/// Regime flags of one element (a bitmask).
+enum Regime : uint8_t {
+  kRegimeCancellation = 1,  ///< kappa = sqrt(1 + mu^2/v) >= 100, or |y| << |gamma z| + |beta|
+  kRegimeOverflow = 2,      ///< an intermediate may overflow: bound void, Inf/NaN allowed
+  kRegimeUnderflow = 4,     ///< subnormal inputs, outputs or variance
+  kRegimeEpsVanishes = 8,   ///< eps rounds to 0 in the accumulator
+};
+
+/// Names of the regime bits set in `flags` ("cancellation", ...); empty for the normal regime.
+std::vector<std::string> regime_names(uint8_t flags);
 
 /// gamma_k = k u / (1 - k u) (Higham, eq. 3.8); +inf when k u >= 1 (bound void).
 double gamma_k(double k, double u);
 
-/// Per-element bound on |y_hat - y| for the forward pass (docs/bounds.md, section 2).
-std::vector<double> layernorm_forward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
-                                            const BoundModel& m);
-
-struct BackwardBound {
-  std::vector<double> dx, dgamma, dbeta;
+/// Per-element bounds of one output tensor and the regime of each element.
+struct TensorBound {
+  std::vector<double> bound;
+  std::vector<uint8_t> regime;
 };
 
-/// Per-element bounds on the backward outputs (docs/bounds.md, section 3).
+/// Bound on |y_hat - y| for the forward pass (docs/bounds.md, section 2).
+TensorBound layernorm_forward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
+                                    const BoundModel& m);
+
+struct BackwardBound {
+  TensorBound dx, dgamma, dbeta;
+};
+
+/// Bounds on the backward outputs (docs/bounds.md, section 3).
 BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
                                        const BoundModel& m);
+
+/// Identifier of the bound a model evaluates, e.g. "LN-TWOPASS-SEQ", "LN-ONEPASS-SEQ".
+std::string bound_id(const BoundModel& m);
 
 }  // namespace normcheck

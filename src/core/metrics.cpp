@@ -9,16 +9,20 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
   const FloatFormat& fmt = *dtype_info(dtype).format;
   const double inf = std::numeric_limits<double>::infinity();
   ElementError e;
+  e.kernel_finite = std::isfinite(got);
   if (!(ref.rad_in(ulp_at(ref.approx(), fmt)) <= kRequiredUlpFraction)) {
     e.uncertified = true;
     return e;
   }
   const bool ref_finite = std::isfinite(ref.rounded);
+  e.bound_void = std::isinf(bound);
   if (!std::isfinite(got) || !ref_finite) {
     const bool same = (std::isnan(got) && std::isnan(ref.rounded)) || got == ref.rounded;
     if (!same) {
       e.nonfinite_mismatch = true;
-      e.abs_err = e.rel_err = e.mollified = e.ulp_err = e.bound_ratio = inf;
+      e.violation = !e.bound_void;  // Inf/NaN where the bound predicted safety is a failure
+      e.abs_err = e.rel_err = e.mollified = e.ulp_err = inf;
+      e.bound_ratio = e.bound_void ? 0.0 : inf;
       e.ulp_distance = std::numeric_limits<int64_t>::max();
     }
     return e;
@@ -33,7 +37,6 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
   e.ulp_err = diff / std::ldexp(ulp_at(mag, fmt), -ref.scale);
   e.ulp_distance = std::llabs(ordered_key(encode_exact(got, fmt), fmt) -
                               ordered_key(encode_exact(ref.rounded, fmt), fmt));
-  e.bound_void = std::isinf(bound);
   const double scaled_bound = std::ldexp(bound, -ref.scale);
   e.bound_ratio = bound > 0 ? diff / scaled_bound : (diff > 0 ? inf : 0.0);
   e.violation = diff - ref.rad > scaled_bound;
@@ -48,7 +51,10 @@ void ErrorAccumulator::add(const ElementError& e, int64_t index) {
   }
   ++count_;
   if (e.nonfinite_mismatch) ++nonfinite_;
-  if (e.violation || e.nonfinite_mismatch) ++violations_;
+  if (e.violation) ++violations_;
+  for (int bit = 0; bit < 4; ++bit)
+    if (e.regime & (1u << bit)) ++regime_counts_[bit];
+  if ((e.regime & 2u) && e.kernel_finite) ++overflow_survived_;
   if (e.undecided) ++undecided_;
   if (e.bound_void) ++void_bounds_;
   if (e.ulp_err > max_ulp_) max_ulp_ = e.ulp_err;
@@ -66,6 +72,7 @@ void ErrorAccumulator::add(const ElementError& e, int64_t index) {
   if (e.bound_ratio > max_ratio_) {
     max_ratio_ = e.bound_ratio;
     worst_index_ = index;
+    worst_regime_ = e.regime;
   }
 }
 
@@ -85,7 +92,10 @@ void ErrorAccumulator::merge(const ErrorAccumulator& o) {
   if (o.max_ratio_ > max_ratio_) {
     max_ratio_ = o.max_ratio_;
     worst_index_ = o.worst_index_;
+    worst_regime_ = o.worst_regime_;
   }
+  overflow_survived_ += o.overflow_survived_;
+  for (int bit = 0; bit < 4; ++bit) regime_counts_[bit] += o.regime_counts_[bit];
   diff_sq_ += o.diff_sq_;
   ref_sq_ += o.ref_sq_;
 }

@@ -22,6 +22,8 @@ struct ElementError {
   bool uncertified = false;  ///< the reference is not accurate enough to judge: not counted
   bool violation = false;    ///< certified: |y_hat - y| > bound for every y in the enclosure
   bool undecided = false;    ///< the enclosure straddles the bound (within the oracle radius)
+  uint8_t regime = 0;        ///< regime flags of the element (core/bounds.hpp), set by the judge
+  bool kernel_finite = true; ///< the kernel's value is finite
 };
 
 /// Errors of kernel value `got` (exact double of a dtype value) against `ref` with `bound` (the
@@ -38,10 +40,16 @@ class ErrorAccumulator {
 
   int64_t count() const { return count_; }
   int64_t nonfinite_mismatches() const { return nonfinite_; }
+  /// Certified violations: error above the bound, or Inf/NaN where the bound is finite.
   int64_t bound_violations() const { return violations_; }
   int64_t void_bounds() const { return void_bounds_; }  ///< elements whose bound is +inf
   int64_t uncertified() const { return uncertified_; }  ///< elements left unjudged
   int64_t undecided() const { return undecided_; }  ///< within the oracle radius of the bound
+  /// Elements with regime bit `bit` (0 cancellation, 1 overflow, 2 underflow, 3 eps_vanishes).
+  int64_t regime_count(int bit) const { return regime_counts_[bit]; }
+  /// Elements predicted to overflow on which the kernel still returned a finite value.
+  int64_t overflow_survived() const { return overflow_survived_; }
+  uint8_t worst_regime() const { return worst_regime_; }  ///< regime of the worst element
   double max_ulp() const { return max_ulp_; }
   int64_t max_ulp_distance() const { return max_ulp_distance_; }
   double rms_ulp() const;
@@ -54,9 +62,11 @@ class ErrorAccumulator {
   double normwise() const;
 
  private:
-  int64_t count_ = 0, nonfinite_ = 0, violations_ = 0, void_bounds_ = 0, uncertified_ = 0, undecided_ = 0, worst_index_ = -1, max_ulp_distance_ = 0;
+  int64_t count_ = 0, nonfinite_ = 0, violations_ = 0, void_bounds_ = 0, uncertified_ = 0, undecided_ = 0,
+          overflow_survived_ = 0, regime_counts_[4] = {0, 0, 0, 0}, worst_index_ = -1, max_ulp_distance_ = 0;
   double max_ulp_ = 0, sum_sq_ulp_ = 0, max_abs_ = 0, max_rel_ = 0, max_mollified_ = 0;
   double max_ratio_ = -1, diff_sq_ = 0, ref_sq_ = 0;
+  uint8_t worst_regime_ = 0;
 };
 
 }  // namespace normcheck

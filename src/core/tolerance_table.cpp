@@ -8,22 +8,25 @@ namespace normcheck {
 // clang-format off
 const std::vector<ToleranceEntry>& tolerance_table() {
   static const std::vector<ToleranceEntry> table = {
-    {"*", "two_pass", "*", "abs_error/bound", "LN-TWOPASS", StatsModel::two_pass, false, 1.0,
+    {"two_pass", "abs_error/bound", StatsModel::two_pass, SumOrder::sequential, false, 1.0,
      Expectation::must_pass,
-     "sequential two-pass statistics; componentwise bound of docs/bounds.md sections 2-3 with "
+     "sequential two-pass statistics; componentwise bound LN-TWOPASS-SEQ of docs/bounds.md sections 2-3, "
      "second-order terms kept, evaluated per element"},
-    {"*", "welford", "*", "abs_error/bound", "LN-WELFORD", StatsModel::welford, false, 1.0,
+    {"two_pass_pairwise", "abs_error/bound", StatsModel::two_pass, SumOrder::pairwise, false, 1.0,
      Expectation::must_pass,
-     "Welford running mean/M2; the mean error enters the variance at first order "
-     "(docs/bounds.md section 2.2)"},
-    {"*", "one_pass", "*", "abs_error/bound", "LN-TWOPASS", StatsModel::two_pass, true, 1.0,
+     "pairwise row sums: gamma_{ceil(log2 n)} replaces gamma_{n-1} (LN-TWOPASS-PAIRWISE, section 2.1)"},
+    {"welford", "abs_error/bound", StatsModel::welford, SumOrder::sequential, false, 1.0,
+     Expectation::must_pass,
+     "Welford running mean/M2; the mean error enters the variance at first order (LN-WELFORD-SEQ, "
+     "section 2.2)"},
+    {"one_pass", "abs_error/bound", StatsModel::one_pass, SumOrder::sequential, true, 1.0,
      Expectation::report_only,
-     "known weak (E[x^2]-E[x]^2 cancels, error ~ n u kappa^2): judged by the sound two-pass "
-     "contract of its dtype so that the harness flags it (docs/bounds.md section 4)"},
-    {"*", "two_pass_storage_accum", "*", "abs_error/bound", "LN-TWOPASS", StatsModel::two_pass, true,
-     1.0, Expectation::report_only,
-     "known weak (f16/bf16 accumulation, u = 2^-11 or 2^-8 times n): judged by the f32-accumulation "
-     "contract of its storage dtype so that the harness flags it (docs/bounds.md section 4)"},
+     "known weak (E[x^2]-E[x]^2 cancels, error ~ n u kappa^2): must satisfy its own LN-ONEPASS-SEQ "
+     "bound, judged by the sound two-pass contract of its dtype so that the harness flags it (section 4)"},
+    {"two_pass_storage_accum", "abs_error/bound", StatsModel::two_pass, SumOrder::sequential, true, 1.0,
+     Expectation::report_only,
+     "known weak (f16/bf16 accumulation): must satisfy LN-TWOPASS-SEQ with u_acc = u_storage, judged "
+     "by the f32-accumulation contract of its storage dtype so that the harness flags it (section 4)"},
   };
   return table;
 }
@@ -47,21 +50,19 @@ const std::vector<FlagExpectation>& flag_expectations() {
 }
 // clang-format on
 
-namespace {
-bool matches(std::string_view pattern, std::string_view value) { return pattern == "*" || pattern == value; }
-}  // namespace
-
 const ToleranceEntry& tolerance_for(const KernelEntry& k) {
   for (const auto& t : tolerance_table())
-    if (matches(t.op, op_name(k.op)) && t.variant == k.variant &&
-        matches(t.storage, dtype_info(k.storage).name))
-      return t;
+    if (t.variant == k.variant) return t;
   throw std::logic_error("tolerance table has no entry for variant " + k.variant);
 }
 
-BoundModel bound_model_for(const ToleranceEntry& t, const KernelEntry& k) {
-  const DType accum = t.bound_uses_default_accum ? dtype_info(k.storage).default_accum : k.accum;
-  return BoundModel{t.stats, k.storage, accum};
+BoundModel own_bound_model(const ToleranceEntry& t, const KernelEntry& k) {
+  return BoundModel{t.stats, k.storage, k.accum, t.order};
+}
+
+BoundModel verdict_bound_model(const ToleranceEntry& t, const KernelEntry& k) {
+  if (!t.judged_by_contract) return own_bound_model(t, k);
+  return BoundModel{StatsModel::two_pass, k.storage, dtype_info(k.storage).default_accum, SumOrder::sequential};
 }
 
 }  // namespace normcheck

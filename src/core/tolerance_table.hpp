@@ -1,6 +1,7 @@
 #pragma once
-/// Tolerances as data: which bound judges each (op, variant, storage, accumulator), and which
-/// known-weak kernels the harness must catch. Entries and justifications: tolerance_table.cpp.
+/// Tolerances as data: the bound each kernel must satisfy (its own, rigorous one), the bound that
+/// gives the verdict (the same for sound kernels; the sound contract of the dtype for known-weak
+/// ones, so that the harness flags them), and the weak kernels the harness must catch.
 #include <string_view>
 #include <vector>
 
@@ -12,15 +13,13 @@ namespace normcheck {
 enum class Expectation { must_pass, report_only };
 
 struct ToleranceEntry {
-  std::string_view op;        ///< op name, "*" for any
   std::string_view variant;   ///< kernel variant
-  std::string_view storage;   ///< dtype name, "*" for any
   std::string_view metric;    ///< what is compared with max_ratio
-  std::string_view bound_id;  ///< identifier of the bound in docs/bounds.md
-  StatsModel stats;           ///< statistics model the bound assumes
-  bool bound_uses_default_accum;  ///< judge with the sound policy's accumulator, not the kernel's
+  StatsModel stats;           ///< the variant's own statistics model
+  SumOrder order;             ///< the variant's own summation order
+  bool judged_by_contract;    ///< verdict by the dtype's sound contract (two-pass, default accum)
   double max_ratio;           ///< observed error / bound must not exceed this
-  Expectation expectation;
+  Expectation expectation;    ///< of the verdict bound; the own bound must always hold
   std::string_view justification;
 };
 
@@ -38,7 +37,10 @@ const std::vector<FlagExpectation>& flag_expectations();
 /// The entry for a kernel; throws std::logic_error if the table has none (a table defect).
 const ToleranceEntry& tolerance_for(const KernelEntry& k);
 
-/// The bound model a tolerance entry implies for kernel k.
-BoundModel bound_model_for(const ToleranceEntry& t, const KernelEntry& k);
+/// The kernel's own bound: its statistics model, summation order, storage and accumulator.
+BoundModel own_bound_model(const ToleranceEntry& t, const KernelEntry& k);
+
+/// The bound that gives the verdict: the own bound, or the dtype's sound contract.
+BoundModel verdict_bound_model(const ToleranceEntry& t, const KernelEntry& k);
 
 }  // namespace normcheck

@@ -49,6 +49,8 @@ void add_dtype(std::vector<KernelEntry>& out) {
   using A = default_accum_t<S>;
   using namespace kernels;
   add_pair<S, A>(out, "two_pass", false, layernorm_forward_two_pass<S, A>, layernorm_backward_two_pass<S, A>);
+  add_pair<S, A>(out, "two_pass_pairwise", false, layernorm_forward_two_pass_pairwise<S, A>,
+                 layernorm_backward_two_pass_pairwise<S, A>);
   add_pair<S, A>(out, "welford", false, layernorm_forward_welford<S, A>, layernorm_backward_welford<S, A>);
   add_pair<S, A>(out, "one_pass", true, layernorm_forward_one_pass<S, A>, layernorm_backward_one_pass<S, A>);
   if constexpr (!std::is_same_v<S, A>)

@@ -36,6 +36,7 @@ const char* expectation_name(Expectation e) { return e == Expectation::must_pass
 std::string verdict(const Record& r) {
   if (r.cases == 0) return "not_run";
   if (r.acc.count() == 0 && r.acc.uncertified() > 0) return "uncertified";
+  if (r.own_failed_cases > 0) return "own_bound_violated";
   if (!r.failed()) return "pass";
   return r.known_weak ? "flagged" : "fail";
 }
@@ -77,6 +78,20 @@ nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, 
           {"property", r.key.property},
           {"output", r.key.output},
           {"bound_id", r.bound_id},
+          {"own_bound_id", r.own_bound_id},
+          {"own_bound",
+           {{"max_bound_ratio", json_number(std::max(0.0, r.own.max_bound_ratio()))},
+            {"violations", r.own.bound_violations()},
+            {"failed_cases", r.own_failed_cases},
+            {"void_bound_elements", r.own.void_bounds()}}},
+          {"regimes",
+           {{"worst_case", regime_names(a.worst_regime())},
+            {"cancellation_elements", a.regime_count(0)},
+            {"overflow_elements", a.regime_count(1)},
+            {"underflow_elements", a.regime_count(2)},
+            {"eps_vanishes_elements", a.regime_count(3)},
+            {"own_overflow_predicted", r.own.regime_count(1)},
+            {"own_overflow_survived", r.own.overflow_survived()}}},
           {"expectation", expectation_name(r.expectation)},
           {"known_weak", r.known_weak},
           {"verdict", verdict(r)},

@@ -7,21 +7,50 @@
 namespace normcheck {
 namespace {
 
+/// Per-output bounds for an op under one bound model, in op_outputs order.
+std::vector<TensorBound> bounds_for(Op op, const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
+                                    const BoundModel& m) {
+  if (op == Op::layernorm_forward) return {layernorm_forward_bound(c, ref, m)};
+  BackwardBound b = layernorm_backward_bound(c, ref, m);
+  return {std::move(b.dx), std::move(b.dgamma), std::move(b.dbeta)};
+}
+
+const std::vector<CertifiedValue>& reference_of(const oracle::CertifiedLayerNorm& ref, const std::string& output) {
+  if (output == "y") return ref.y;
+  if (output == "dx") return ref.dx;
+  return output == "dgamma" ? ref.dgamma : ref.dbeta;
+}
+
+const std::vector<double>& kernel_output(const KernelOutputs& out, const std::string& output) {
+  if (output == "y") return out.y;
+  if (output == "dx") return out.dx;
+  return output == "dgamma" ? out.dgamma : out.dbeta;
+}
+
+/// Measures one tensor against the verdict bound and, when different, the kernel's own bound.
 OutputJudgement judge_tensor(const std::string& name, const std::vector<double>& got,
-                             const std::vector<CertifiedValue>& ref, const std::vector<double>& bound,
-                             DType dtype, double max_ratio) {
-  if (got.size() != ref.size() || bound.size() != ref.size())
-    throw std::runtime_error("output '" + name + "' has " + std::to_string(got.size()) +
-                             " values, expected " + std::to_string(ref.size()));
+                             const std::vector<CertifiedValue>& ref, const TensorBound& verdict,
+                             const TensorBound* own, DType dtype, double max_ratio) {
+  if (got.size() != ref.size())
+    throw std::runtime_error("output '" + name + "' has " + std::to_string(got.size()) + " values, expected " +
+                             std::to_string(ref.size()));
   OutputJudgement j;
   j.output = name;
   for (size_t i = 0; i < got.size(); ++i) {
-    const ElementError e = measure_element(got[i], ref[i], dtype, bound[i] * max_ratio);
+    ElementError e = measure_element(got[i], ref[i], dtype, verdict.bound[i] * max_ratio);
+    e.regime = verdict.regime[i];
     const double before = j.acc.max_bound_ratio();
     j.acc.add(e, static_cast<int64_t>(i));
-    if (e.bound_ratio > before) j.worst = {static_cast<int64_t>(i), got[i], ref[i], bound[i], e};
+    if (e.bound_ratio > before) j.worst = {static_cast<int64_t>(i), got[i], ref[i], verdict.bound[i], e};
+    if (own) {
+      ElementError o = measure_element(got[i], ref[i], dtype, own->bound[i] * max_ratio);
+      o.regime = own->regime[i];
+      j.own.add(o, static_cast<int64_t>(i));
+    }
   }
+  if (!own) j.own = j.acc;
   j.failed = j.acc.bound_violations() > 0;
+  j.own_failed = j.own.bound_violations() > 0;
   return j;
 }
 
@@ -36,17 +65,14 @@ const std::vector<std::string>& op_outputs(Op op) {
 std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNormCase& c,
                                            const oracle::CertifiedLayerNorm& ref, const KernelOutputs& out) {
   const ToleranceEntry& t = tolerance_for(k);
-  const BoundModel model = bound_model_for(t, k);
+  const std::vector<TensorBound> verdict = bounds_for(k.op, c, ref, verdict_bound_model(t, k));
+  std::vector<TensorBound> own;
+  if (t.judged_by_contract) own = bounds_for(k.op, c, ref, own_bound_model(t, k));
   std::vector<OutputJudgement> result;
-  if (k.op == Op::layernorm_forward) {
-    const auto bound = layernorm_forward_bound(c, ref, model);
-    result.push_back(judge_tensor("y", out.y, ref.y, bound, c.dtype, t.max_ratio));
-  } else {
-    const BackwardBound b = layernorm_backward_bound(c, ref, model);
-    result.push_back(judge_tensor("dx", out.dx, ref.dx, b.dx, c.dtype, t.max_ratio));
-    result.push_back(judge_tensor("dgamma", out.dgamma, ref.dgamma, b.dgamma, c.dtype, t.max_ratio));
-    result.push_back(judge_tensor("dbeta", out.dbeta, ref.dbeta, b.dbeta, c.dtype, t.max_ratio));
-  }
+  const auto& names = op_outputs(k.op);
+  for (size_t o = 0; o < names.size(); ++o)
+    result.push_back(judge_tensor(names[o], kernel_output(out, names[o]), reference_of(ref, names[o]), verdict[o],
+                                  own.empty() ? nullptr : &own[o], c.dtype, t.max_ratio));
   return result;
 }
 

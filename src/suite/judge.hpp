@@ -22,9 +22,11 @@ struct WorstElement {
 /// Errors of one output tensor ("y", "dx", "dgamma", "dbeta") of one case.
 struct OutputJudgement {
   std::string output;
-  ErrorAccumulator acc;
+  ErrorAccumulator acc;  ///< against the verdict bound
   WorstElement worst;
-  bool failed = false;  ///< a bound violation or non-finite mismatch
+  bool failed = false;   ///< a certified violation of the verdict bound (or Inf/NaN where it is finite)
+  ErrorAccumulator own;  ///< against the kernel's own bound (rigor: must never be violated)
+  bool own_failed = false;
 };
 
 /// Output names an op produces, in report order.

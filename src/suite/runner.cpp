@@ -56,10 +56,15 @@ std::vector<Record> plan_records(const RunConfig& cfg, const std::vector<const K
       for (const KernelEntry* k : kernels) {
         if (k->storage != dt) continue;
         const ToleranceEntry& t = tolerance_for(*k);
+        const auto label = [](const BoundModel& m) {
+          return bound_id(m) + "[" + std::string(dtype_info(m.storage).name) + "/" +
+                 std::string(dtype_info(m.accum).name) + "]";
+        };
         for (const std::string& out : op_outputs(k->op)) {
           Record r;
           r.key = {k->op, k->kernel, k->variant, k->storage, k->accum, "accuracy/" + cfg.generators[g], out};
-          r.bound_id = std::string(t.bound_id);
+          r.bound_id = label(verdict_bound_model(t, *k));
+          r.own_bound_id = label(own_bound_model(t, *k));
           r.expectation = t.expectation;
           r.known_weak = k->known_weak;
           index[{k, g, out}] = records.size();
@@ -100,7 +105,7 @@ ItemResult run_item(const RunConfig& cfg, const WorkItem& w, const std::vector<c
   for (const KernelEntry* k : kernels) {
     if (k->storage != w.dtype) continue;
     for (OutputJudgement& j : judge_case(*k, c, ref)) {
-      if (j.failed) append_journal(cfg, c, *k, j, journal_mu);
+      if (j.failed || j.own_failed) append_journal(cfg, c, *k, j, journal_mu);
       r.partials.push_back({index.at({k, w.generator_index, j.output}), std::move(j)});
     }
   }
@@ -115,6 +120,8 @@ void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, con
     ++rec.cases;
     if (!item.certified) ++rec.uncertified_cases;
     if (p.judgement.failed) ++rec.failed_cases;
+    if (p.judgement.own_failed) ++rec.own_failed_cases;
+    rec.own.merge(p.judgement.own);
     rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, item.oracle_err_ulps);
     rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, item.oracle_bits);
     const double before = rec.acc.max_bound_ratio();
@@ -207,7 +214,7 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
 
 bool run_passed(const RunResult& r) {
   for (const Record& rec : r.records)
-    if (rec.expectation == Expectation::must_pass && rec.failed()) return false;
+    if ((rec.expectation == Expectation::must_pass && rec.failed()) || rec.own_failed_cases > 0) return false;
   for (const FlagCheck& f : r.flag_checks)
     if (!f.caught()) return false;
   return !r.interrupted;

@@ -50,12 +50,15 @@ struct WorstCase {
 
 struct Record {
   RecordKey key;
-  std::string bound_id;
+  std::string bound_id;      ///< the verdict bound, e.g. "LN-TWOPASS-SEQ[f16/f32]"
+  std::string own_bound_id;  ///< the kernel's own bound (equal for sound kernels)
   Expectation expectation = Expectation::must_pass;
   bool known_weak = false;
   int64_t cases = 0, failed_cases = 0;
   int64_t uncertified_cases = 0;  ///< cases with elements the oracle could not certify (unjudged)
   ErrorAccumulator acc;
+  ErrorAccumulator own;            ///< against the own bound
+  int64_t own_failed_cases = 0;    ///< rigor failures: the own bound was violated
   double oracle_max_err_ulps = 0;
   int oracle_precision_bits = 0;
   WorstCase worst;
@@ -88,7 +91,8 @@ uint64_t case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t 
 /// Runs the suite; `progress` (may be empty) is called after each case with (done, planned).
 RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int64_t)>& progress = {});
 
-/// True when every must_pass record passed and every applicable flag expectation was caught.
+/// True when every must_pass record passed, no kernel violated its own bound, and every
+/// applicable flag expectation was caught.
 bool run_passed(const RunResult& r);
 
 /// The kernels a config selects, in registry order.

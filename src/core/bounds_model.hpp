@@ -1,0 +1,94 @@
+#pragma once
+/// Internal pieces shared by the bound formulas (bounds_stats.cpp, bounds.cpp, regimes.cpp).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/bounds.hpp"
+
+namespace normcheck::bounds_detail {
+
+/// Slack for the double rounding of the bound's own sums of nonnegative terms (at most
+/// (n + 8) 2^-53 < 1e-11 relative for n <= 2^20; docs/bounds.md section 1.4). Quantities that
+/// come from the oracle or suffer cancellation are inflated explicitly instead (kRel).
+inline constexpr double kEvaluationSlack = 1.0 + 1e-6;
+/// Relative inflation turning a nearest-double oracle statistic into an upper bound (its
+/// rounding 2^-53 plus the certified radius, far below 2^-60 relative).
+inline constexpr double kRel = 0x1p-50;
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Units {
+  double us, ua;        ///< unit roundoffs of storage and accumulator
+  double eta_s, eta_a;  ///< half the subnormal spacing: absolute error of a rounding in underflow
+  bool store_rounds;    ///< the final conversion Accum -> Storage rounds
+  double max_a;         ///< largest finite accumulator value
+  double rsqrt;         ///< relative error of 1/sqrt beyond its argument's error
+  SumOrder order;
+};
+
+Units units_of(const BoundModel& m);
+
+/// (1 + u)^ops: growth of a magnitude through `ops` roundings, finite where gamma_k is void
+/// (for overflow prediction only).
+inline double growth(double ops, double u) { return std::exp(ops * std::log1p(u)); }
+
+/// (1 + a)(1 + b) - 1: composition of two relative errors.
+inline double compose(double a, double b) { return a + b + a * b; }
+
+/// gamma for a within-row sum of `terms` terms: sequential n - 1, pairwise ceil(log2 n) additions.
+double sum_gamma(int64_t terms, const Units& u);
+
+/// Relative error of a division by the integer k in the accumulator: 0 for a power of two,
+/// u for one rounding, 2u + u^2 when k itself is not representable (f16/bf16 accumulators).
+double division_error(int64_t k, const Units& u);
+
+/// Relative error of fl(sum of n exact terms) / n.
+inline double compose_sum(int64_t n, const Units& u) { return compose(sum_gamma(n, u), division_error(n, u)); }
+
+/// Relative error of fl(sum of n rounded products) / n, magnitudes taken before the products' rounding.
+inline double compose_sum_products(int64_t n, const Units& u) {
+  return compose(compose(sum_gamma(n, u), u.ua), division_error(n, u));
+}
+
+/// Error model of one row's statistics (docs/bounds.md sections 2.1-2.3).
+struct RowError {
+  double e_mu = 0;     ///< |mu_hat - mu|
+  double e_v = 0;      ///< |v_hat - v|
+  double delta_r = 0;  ///< |r_hat - r| / r
+  double rstd = 0;     ///< upper bound of the exact r
+  double v = 0;        ///< upper bound of the exact variance
+  double mu = 0;       ///< nearest double of the exact mean
+  std::vector<double> d;      ///< d_j = x_j - mu, nearest double (signed, for cancelling sums)
+  std::vector<double> d_abs;  ///< upper bound of |x_j - mu|
+  std::vector<double> e_d;    ///< bound of |d_hat_j - d_j|
+  uint8_t regime = 0;         ///< row-level regime flags (overflow, eps, underflow, cancellation)
+};
+
+RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t row,
+                   const BoundModel& m, const Units& u);
+
+/// |z_hat - z| for z_hat = fl(d_hat * r_hat).
+inline double normalized_error(const RowError& r, int64_t j, const Units& u) {
+  const double z = r.d_abs[j] * r.rstd;
+  return r.rstd * (r.d_abs[j] * r.delta_r + r.e_d[j] * (1 + r.delta_r)) * (1 + u.ua) + u.ua * z + u.eta_a;
+}
+
+/// Upper bound of |oracle value| from its nearest double.
+inline double upper_abs(const CertifiedValue& v) { return std::fabs(v.approx()) * (1 + kRel); }
+
+/// Adds the Accum -> Storage store rounding to an accumulated-value error bound.
+inline double with_store(double exact_abs, double err, const Units& u) {
+  if (std::isnan(err)) return kInf;  // 0 * inf: void bound
+  const double stored = u.store_rounds ? err + u.us * (exact_abs + err) + u.eta_s : err;
+  return stored * kEvaluationSlack;
+}
+
+/// Regime flags of the row's inputs and variance, and of the overflow prediction (regimes.cpp).
+uint8_t row_regime(const LayerNormCase& c, int64_t row, const RowError& r, const BoundModel& m, const Units& u);
+
+/// Output-level regime: cancellation when |value| < (sum of magnitudes) / 64, underflow below the
+/// storage dtype's min normal.
+uint8_t output_regime(double value_abs, double magnitude, DType storage);
+
+}  // namespace normcheck::bounds_detail

@@ -1,0 +1,146 @@
+// Error models of the row statistics (docs/bounds.md sections 2.1-2.3).
+#include "core/bounds_model.hpp"
+
+namespace normcheck::bounds_detail {
+namespace {
+
+/// Half the subnormal spacing of a dtype; for f64 that is 2^-1075, which double cannot hold, so
+/// it is rounded up to 2^-1074 (the bound stays rigorous, 2x loose in the f64 underflow range).
+double half_spacing(const DTypeInfo& d) {
+  return std::max(0.5 * d.denorm_min, std::numeric_limits<double>::denorm_min());
+}
+
+double sum_abs(const double* x, int64_t n) {
+  double s = 0;
+  for (int64_t j = 0; j < n; ++j) s += std::fabs(x[j]);
+  return s;
+}
+
+/// |mu_hat - mu| for mu_hat = fl(sum x) / n (two-pass and one-pass).
+double mean_error_summed(const double* x, int64_t n, const Units& u) {
+  const double s1 = sum_abs(x, n);
+  const double g = sum_gamma(n, u);
+  return compose(g, division_error(n, u)) * s1 / static_cast<double>(n) + u.eta_a;
+}
+
+/// Welford's running mean: the first step is exact; each later step rounds the difference, the
+/// quotient (and k, when not representable) and the sum. E <= c (M + E) + n eta solves to below.
+double mean_error_welford(const double* x, int64_t n, const Units& u) {
+  double m = 0, harmonic = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    m = std::max(m, std::fabs(x[j]));
+    harmonic += 1.0 / static_cast<double>(j + 1);
+  }
+  // Divisions by k round once, plus once more when some k <= n is not representable.
+  const bool k_exact = static_cast<double>(n) <= 1.0 / u.ua;
+  const double quotient = k_exact ? 2 * u.ua + u.ua * u.ua : 3 * u.ua + 3 * u.ua * u.ua;
+  const double c = static_cast<double>(n - 1) * u.ua + 2.0 * quotient * (harmonic - 1.0);
+  if (c >= 1) return kInf;
+  return (c * m + static_cast<double>(n) * u.eta_a) / (1 - c);
+}
+
+/// Two-pass: sum_j d_j = 0 exactly, so the mean error enters v only at second order.
+double variance_error_two_pass(const RowError& r, int64_t n, const Units& u) {
+  double lin = 0, quad = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    lin += 2 * r.d_abs[j] * u.ua * (r.d_abs[j] + r.e_mu);
+    quad += r.e_d[j] * r.e_d[j];
+  }
+  const double nn = static_cast<double>(n);
+  const double e2 = (lin + quad) / nn;
+  // n rounded squares, the sum's additions, one division.
+  const double g = compose(compose(sum_gamma(n, u), u.ua), division_error(n, u));
+  return e2 + g * (r.v + e2) + u.eta_a * nn;
+}
+
+/// Welford: M2 = sum_k (x_k - m_{k-1})(x_k - m_k) with running means m_k. The running means are
+/// recomputed here in double, with error at most 3 k 2^-53 max|x|, added to |a_k| and |b_k|.
+double variance_error_welford(const double* x, int64_t n, double e_mu, const Units& u) {
+  double m_prev = 0, acc = 0, mag = 0, max_abs = 0;
+  for (int64_t k = 0; k < n; ++k) max_abs = std::max(max_abs, std::fabs(x[k]));
+  for (int64_t k = 0; k < n; ++k) {
+    const double m_k = m_prev + (x[k] - m_prev) / static_cast<double>(k + 1);
+    const double slack = 3.0 * static_cast<double>(k + 2) * 0x1p-53 * max_abs;
+    const double a = std::fabs(x[k] - m_prev) * (1 + 0x1p-52) + slack;
+    const double b = std::fabs(x[k] - m_k) * (1 + 0x1p-52) + slack;
+    const double ea = e_mu + u.ua * (a + e_mu), eb = e_mu + u.ua * (b + e_mu);
+    acc += a * eb + b * ea + ea * eb + u.ua * (a + ea) * (b + eb);
+    mag += (a + ea) * (b + eb);
+    m_prev = m_k;
+  }
+  const double nn = static_cast<double>(n);
+  return (acc + compose(gamma_k(nn, u.ua), division_error(n, u)) * mag) / nn + u.eta_a * nn;
+}
+
+/// One-pass: v_hat = fl(fl(sum x^2)/n - fl(mu_hat^2)); the subtraction cancels n mu^2 / S-fold.
+double variance_error_one_pass(const double* x, int64_t n, double mu_abs, const RowError& r, const Units& u) {
+  double s2 = 0;
+  for (int64_t j = 0; j < n; ++j) s2 += x[j] * x[j];
+  const double nn = static_cast<double>(n);
+  const double e_q = compose(compose(sum_gamma(n, u), u.ua), division_error(n, u)) * s2 / nn + u.eta_a * nn;
+  const double e_msq = (2 * mu_abs * r.e_mu + r.e_mu * r.e_mu) * (1 + u.ua) + u.ua * mu_abs * mu_abs + u.eta_a;
+  return e_q + e_msq + u.ua * (r.v + e_q + e_msq);
+}
+
+/// Relative error of r_hat = 1 / sqrt(fl(v_hat + eps_hat)) (section 2.3).
+double rstd_relative_error(double v, double e_v, double eps, const Units& u) {
+  const double w = (v + eps) * (1 + kRel), w_low = (v + eps) * (1 - kRel);
+  const double e_w = e_v + u.ua * eps + 2 * u.eta_a + u.ua * (w + e_v + u.ua * eps);
+  const double delta = e_w / w_low;
+  if (!(delta < 1)) return kInf;
+  const double a = delta / (2 * std::pow(1 - delta, 1.5));
+  return a + (1 + a) * u.rsqrt;
+}
+
+}  // namespace
+
+Units units_of(const BoundModel& m) {
+  const DTypeInfo& s = dtype_info(m.storage);
+  const DTypeInfo& a = dtype_info(m.accum);
+  const double rsqrt = m.rsqrt_error >= 0 ? m.rsqrt_error : 2 * a.unit_roundoff / (1 - a.unit_roundoff);
+  return {s.unit_roundoff, a.unit_roundoff, half_spacing(s), half_spacing(a), m.storage != m.accum,
+          a.max_finite,    rsqrt,           m.order};
+}
+
+double sum_gamma(int64_t terms, const Units& u) {
+  if (terms <= 1) return 0;
+  const double adds = u.order == SumOrder::pairwise ? std::ceil(std::log2(static_cast<double>(terms)))
+                                                    : static_cast<double>(terms - 1);
+  return gamma_k(adds, u.ua);
+}
+
+double division_error(int64_t k, const Units& u) {
+  if ((k & (k - 1)) == 0) return 0.0;
+  // Integers up to 2^p = 1/u are exact in a p-bit accumulator.
+  return static_cast<double>(k) <= 1.0 / u.ua ? u.ua : 2 * u.ua + u.ua * u.ua;
+}
+
+RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t i,
+                   const BoundModel& m, const Units& u) {
+  const double* x = &c.x[static_cast<size_t>(i * c.n)];
+  const double mu = ref.mean[i];
+  RowError r;
+  r.mu = mu;
+  r.v = ref.var[i] * (1 + kRel);
+  r.rstd = ref.rstd[i] * (1 + kRel);
+  r.e_mu = m.stats == StatsModel::welford ? mean_error_welford(x, c.n, u) : mean_error_summed(x, c.n, u);
+  r.d.resize(static_cast<size_t>(c.n));
+  r.d_abs.resize(static_cast<size_t>(c.n));
+  r.e_d.resize(static_cast<size_t>(c.n));
+  for (int64_t j = 0; j < c.n; ++j) {
+    r.d[j] = x[j] - mu;
+    // |x - mu_exact| <= |fl(x - mu)| (1 + 2^-52) + |mu - mu_exact|, the latter below kRel |mu|.
+    r.d_abs[j] = std::fabs(r.d[j]) * (1 + 0x1p-52) + kRel * std::fabs(mu);
+    r.e_d[j] = r.e_mu + u.ua * (r.d_abs[j] + r.e_mu);
+  }
+  switch (m.stats) {
+    case StatsModel::two_pass: r.e_v = variance_error_two_pass(r, c.n, u); break;
+    case StatsModel::welford: r.e_v = variance_error_welford(x, c.n, r.e_mu, u); break;
+    case StatsModel::one_pass: r.e_v = variance_error_one_pass(x, c.n, std::fabs(mu) * (1 + kRel), r, u); break;
+  }
+  r.delta_r = rstd_relative_error(r.v, r.e_v, c.eps, u);
+  r.regime = row_regime(c, i, r, m, u);
+  return r;
+}
+
+}  // namespace normcheck::bounds_detail
