@@ -14,6 +14,7 @@ struct CertifiedLayerNorm {
   std::vector<CertifiedValue> dgamma;  ///< VJP scale cotangent, n
   std::vector<CertifiedValue> dbeta;   ///< VJP bias cotangent, n
   std::vector<double> mean, var, rstd; ///< per-row statistics, nearest double
+  std::vector<double> mean_rad, var_rad, rstd_rad;  ///< certified |exact - nearest double|, per row
   int precision_bits = 0;              ///< working precision of the accepted evaluation
   double max_err_ulps = 0;  ///< certified: max over outputs of rad / ulp_dtype(value)
   double max_rel_err = 0;   ///< certified: max over nonzero outputs of rad / |value|

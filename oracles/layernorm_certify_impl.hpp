@@ -26,12 +26,18 @@ std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dt
   return r;
 }
 
+/// Nearest doubles of the enclosures and certified bounds of their distance to the exact values.
 template <class Interval>
-std::vector<double> mids(const std::vector<Interval>& v) {
-  std::vector<double> r;
-  r.reserve(v.size());
-  for (const auto& e : v) r.push_back(interval_mid_double(e.backend().data()));
-  return r;
+void mids(const std::vector<Interval>& v, std::vector<double>& mid, std::vector<double>& rad) {
+  mid.clear();
+  rad.clear();
+  for (const auto& e : v) {
+    const CertifiedValue cv = certify_interval(e.backend().data(), DType::f64);
+    mid.push_back(cv.approx());
+    // |exact - approx| <= (rad + |lo|) 2^scale + the rounding of approx (below 2^-53 |approx| + 2^-1074).
+    const double scaled = std::ldexp(cv.rad + std::fabs(cv.lo), cv.scale);
+    rad.push_back(scaled * (1 + 0x1p-50) + 0x1p-53 * std::fabs(mid.back()) + 0x1p-1074);
+  }
 }
 
 template <class Interval>
@@ -42,9 +48,9 @@ CertifiedLayerNorm evaluate(const LayerNormCase& c, bool with_vjp, int precision
   LayerNormStats<Interval> stats;
   layernorm_forward(c, y, stats);
   out.y = certify_all(y, c.dtype, out);
-  out.mean = mids(stats.mean);
-  out.var = mids(stats.var);
-  out.rstd = mids(stats.rstd);
+  mids(stats.mean, out.mean, out.mean_rad);
+  mids(stats.var, out.var, out.var_rad);
+  mids(stats.rstd, out.rstd, out.rstd_rad);
   if (with_vjp) {
     std::vector<Interval> dx, dg, db;
     layernorm_vjp(c, to_real<Interval>(c.dy), dx, dg, db);

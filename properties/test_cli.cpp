@@ -157,3 +157,30 @@ TEST(Cli, ListNamesEveryDtypeAndKernel) {
                         "large_mean", "default", "quick"})
     EXPECT_NE(o.out.find(s), std::string::npos) << s;
 }
+
+TEST(Cli, BoundsPrintsFormulaConstantsAndSampleAsTextAndJson) {
+  const Outcome text = normcheck("bounds --op layernorm_backward --kernel welford --dtype bf16 --n 64 --rows 4");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* s : {"LN-WELFORD-SEQ", "e_mu", "gamma_sum", "u_s", "dgamma", "observed error/bound"})
+    EXPECT_NE(text.out.find(s), std::string::npos) << s;
+  const Outcome json = normcheck("bounds --kernel one_pass --dtype f32 --n 100 --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j.at("bound_id"), "LN-ONEPASS-SEQ");
+  EXPECT_GE(j.at("constants").size(), 8u);
+  EXPECT_GT(j.at("sample").at("outputs").at("y").at("max_bound").get<double>(), 0.0);
+  EXPECT_EQ(normcheck("bounds --kernel fastest").exit_code, 2);
+  EXPECT_EQ(normcheck("bounds --n 0").exit_code, 2);
+}
+
+TEST(Cli, SearchReportsRatiosAndWritesACorpus) {
+  const fs::path corpus = scratch() / "corpus.txt";
+  const Outcome o = normcheck("search --kernels two_pass --dtypes f64 --rows 1 --n 8 --restarts 2 --iterations 20 --out " +
+                              corpus.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("layernorm_forward"), std::string::npos);
+  const std::string written = slurp(corpus);
+  EXPECT_NE(written.find("op=layernorm_forward output=y variant=two_pass dtype=f64 rows=1 n=8"), std::string::npos);
+  EXPECT_EQ(normcheck("search --dtypes f7").exit_code, 2);
+  EXPECT_EQ(normcheck("search --rows 0").exit_code, 2);
+}

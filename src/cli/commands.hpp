@@ -30,7 +30,26 @@ struct ReplayOptions {
   int64_t record = -1;
 };
 
+struct SearchOptions {
+  std::vector<std::string> ops = {"layernorm_forward"};
+  std::vector<std::string> variants = {"two_pass"};
+  std::vector<std::string> dtypes = {"f32"};
+  int64_t rows = 2, n = 32;
+  uint64_t seed = 1;
+  int restarts = 6, iterations = 300;
+  std::string out;  ///< corpus file to merge the worst cases into (empty: none)
+};
+
+struct BoundsOptions {
+  std::string op = "layernorm_forward", variant = "two_pass", dtype = "f32", generator = "normal";
+  int64_t rows = 1, n = 1024;
+  uint64_t seed = 1;
+  bool json = false;
+};
+
 int run_command(const RunOptions& o, const std::string& command_line);
+int search_command(const SearchOptions& o);
+int bounds_command(const BoundsOptions& o);
 int replay_command(const ReplayOptions& o);
 int list_command();
 

@@ -26,6 +26,29 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
   run.add_flag("--quiet", o.quiet, "no summary table");
 }
 
+void add_search_options(CLI::App& s, normcheck::cli::SearchOptions& o) {
+  s.add_option("--ops", o.ops, "ops to search")->delimiter(',');
+  s.add_option("--kernels", o.variants, "kernel variants")->delimiter(',');
+  s.add_option("--dtypes", o.dtypes, "storage dtypes")->delimiter(',');
+  s.add_option("--rows", o.rows, "rows of the searched shape");
+  s.add_option("--n", o.n, "row length of the searched shape");
+  s.add_option("--seed", o.seed, "search seed");
+  s.add_option("--restarts", o.restarts, "random restarts")->check(CLI::Range(1, 10000));
+  s.add_option("--iterations", o.iterations, "hill-climbing steps per restart")->check(CLI::Range(0, 1000000));
+  s.add_option("--out", o.out, "corpus file to merge the worst cases into");
+}
+
+void add_bounds_options(CLI::App& b, normcheck::cli::BoundsOptions& o) {
+  b.add_option("--op", o.op, "layernorm_forward or layernorm_backward");
+  b.add_option("--kernel", o.variant, "kernel variant");
+  b.add_option("--dtype", o.dtype, "storage dtype");
+  b.add_option("--n", o.n, "row length")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  b.add_option("--rows", o.rows, "rows of the sample")->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  b.add_option("--generator", o.generator, "row generator of the sample input");
+  b.add_option("--seed", o.seed, "seed of the sample input");
+  b.add_flag("--json", o.json, "JSON instead of text");
+}
+
 std::string joined_args(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
@@ -45,6 +68,12 @@ int main(int argc, char** argv) {
   replay->add_option("--report", replay_opts.report, "report file")->required();
   replay->add_option("--record", replay_opts.record, "record index")->required();
   CLI::App* list = app.add_subcommand("list", "list kernels, dtypes, generators and suites");
+  normcheck::cli::SearchOptions search_opts;
+  CLI::App* search = app.add_subcommand("search", "search for inputs maximizing |error| / own a priori bound");
+  add_search_options(*search, search_opts);
+  normcheck::cli::BoundsOptions bounds_opts;
+  CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
+  add_bounds_options(*bounds, bounds_opts);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -59,6 +88,8 @@ int main(int argc, char** argv) {
     if (*run) return normcheck::cli::run_command(run_opts, joined_args(argc, argv));
     if (*replay) return normcheck::cli::replay_command(replay_opts);
     if (*list) return normcheck::cli::list_command();
+    if (*search) return normcheck::cli::search_command(search_opts);
+    if (*bounds) return normcheck::cli::bounds_command(bounds_opts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return normcheck::cli::kExitBadInput;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/parse_names.hpp"
 #include "report/report.hpp"
 #include "suite/suites.hpp"
 
@@ -20,17 +21,6 @@ namespace {
 struct UsageError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
-
-template <class T, class Parse>
-std::vector<T> parse_list(const std::vector<std::string>& names, Parse parse, const char* what) {
-  std::vector<T> out;
-  for (const auto& s : names) {
-    const auto v = parse(s);
-    if (!v) throw UsageError(fmt::format("unknown {} '{}' (see normcheck list)", what, s));
-    out.push_back(*v);
-  }
-  return out;
-}
 
 void check_variants(const std::vector<std::string>& variants) {
   for (const auto& v : variants) {
@@ -59,8 +49,12 @@ RunConfig build_config(const RunOptions& o) {
   auto base = suite_config(o.suite);
   if (!base) throw UsageError(fmt::format("unknown suite '{}' (see normcheck list)", o.suite));
   RunConfig cfg = *base;
-  if (!o.ops.empty()) cfg.ops = parse_list<Op>(o.ops, parse_op, "op");
-  if (!o.dtypes.empty()) cfg.dtypes = parse_list<DType>(o.dtypes, parse_dtype, "dtype");
+  try {
+    if (!o.ops.empty()) cfg.ops = parse_names<Op>(o.ops, parse_op, "op");
+    if (!o.dtypes.empty()) cfg.dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
   check_variants(o.variants);
   cfg.variants = o.variants;
   if (!o.generators.empty()) {

@@ -26,6 +26,61 @@ std::string bound_id(const BoundModel& m) {
   return std::string("LN-") + stats + "-" + order;
 }
 
+std::vector<NamedConstant> bound_constants(const BoundModel& m, int64_t n, int64_t rows) {
+  const Units u = units_of(m);
+  return {{"u_s", "unit roundoff of the storage dtype", u.us},
+          {"u_a", "unit roundoff of the accumulator", u.ua},
+          {"eta_s", "absolute error of one rounding in the storage's subnormal range", u.eta_s},
+          {"eta_a", "absolute error of one rounding in the accumulator's subnormal range", u.eta_a},
+          {"gamma_sum", "gamma of one within-row sum of n terms (sequential n-1, pairwise ceil(log2 n) additions)",
+           sum_gamma(n, u)},
+          {"div_n", "relative error of dividing by n (0 for a power of two)", division_error(n, u)},
+          {"rsqrt", "relative error of 1/sqrt beyond its argument's", u.rsqrt},
+          {"gamma_2", "two roundings: (d r) gamma", gamma_k(2, u.ua)},
+          {"gamma_rows", "gamma of the sum over rows (dgamma)", gamma_k(static_cast<double>(rows), u.ua)},
+          {"max_acc", "largest finite accumulator value (overflow prediction)", u.max_a}};
+}
+
+std::vector<std::string> bound_formula(const BoundModel& m, bool backward) {
+  std::vector<std::string> f;
+  switch (m.stats) {
+    case StatsModel::two_pass:
+      f.push_back("e_mu = (gamma_sum (+) div_n) * sum|x| / n + eta_a                                   [2.1]");
+      f.push_back("e_v  = E2 + (gamma_sum (+) u_a (+) div_n) (v + E2) + n eta_a,"
+                  " E2 = (sum 2|d_j| u_a (|d_j| + e_mu) + sum e_d_j^2) / n   [2.1: sum d_j = 0]");
+      break;
+    case StatsModel::welford:
+      f.push_back("e_mu = (c M + n eta_a) / (1 - c), c = (n-1) u_a + 2 (2u_a + u_a^2)(H_n - 1), M = max|x|  [2.2]");
+      f.push_back("e_v  = (sum_k |a_k| e_b + |b_k| e_a + e_a e_b + u_a (|a_k|+e_a)(|b_k|+e_b) + (gamma_n (+) div_n)"
+                  " sum (|a_k|+e_a)(|b_k|+e_b)) / n + n eta_a   [2.2]");
+      break;
+    case StatsModel::one_pass:
+      f.push_back("e_mu = (gamma_sum (+) div_n) * sum|x| / n + eta_a                                   [2.1]");
+      f.push_back("e_v  = e_q + e_msq + u_a (v + e_q + e_msq), e_q = (gamma_sum (+) u_a (+) div_n) sum x^2 / n,"
+                  " e_msq = (2|mu| e_mu + e_mu^2)(1+u_a) + u_a mu^2   [4]");
+      break;
+  }
+  f.push_back("e_d_j = e_mu + u_a (|d_j| + e_mu)");
+  f.push_back("delta = e_w / (v + eps), e_w = e_v + u_a eps + 2 eta_a + u_a (v + eps + e_v + u_a eps);"
+              " delta_r = a + (1 + a) rsqrt, a = delta / (2 (1 - delta)^1.5)   [2.3]; void if delta >= 1");
+  if (!backward) {
+    f.push_back("e_t = |gamma_j| r (|d_j| delta_r + e_d_j (1 + delta_r))(1 + gamma_2) + gamma_2 |gamma_j z_j| + eta_a"
+                " (1 + |gamma_j|(1 + gamma_2))   [2.4]");
+    f.push_back("e_s = e_t (1 + u_a) + u_a |y_j| + eta_a   [2.5]");
+  } else {
+    f.push_back("e_z = r (|d| delta_r + e_d (1 + delta_r))(1 + u_a) + u_a |z| + eta_a;"
+                " e_A, e_B from the row sums of g = dy gamma and g z   [3.1-3.2]");
+    f.push_back("dx: e = r (|c| delta_r + e_c (1 + delta_r))(1 + u_a) + u_a |dx| + eta_a,"
+                " c = g - A - z B   [3.3]");
+    f.push_back("dgamma: sum_i |dy| e_z (1 + u_a) + gamma_rows sum_i |dy| (|z| + e_z) + m eta_a;"
+                " dbeta: gamma_{m-1} sum_i |dy| + m eta_a   [3.4]");
+  }
+  f.push_back("store: bound = e + u_s (|exact| + e) + eta_s when storage != accumulator   [2.6]");
+  f.push_back("overflow predicted (bound void, Inf/NaN allowed) when a partial sum, square sum, product or the"
+              " output may reach the largest finite value   [5]");
+  return f;
+}
+
 TensorBound layernorm_forward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
                                     const BoundModel& m) {
   const Units u = units_of(m);
@@ -79,7 +134,8 @@ BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::Cer
       const double dy = c.dy[base + j];
       z[j] = r.d[j] * ref.rstd[i];  // signed, nearest: only in the cancelling sums below
       za[j] = r.d_abs[j] * r.rstd;
-      dz[j] = (r.d_abs[j] - std::fabs(r.d[j])) * r.rstd + std::fabs(z[j]) * kRel;  // |z_j - z_exact|
+      // |z_j - z_exact| from the certified radii of mean and rstd, plus the product's rounding.
+      dz[j] = (r.d_abs[j] - std::fabs(r.d[j])) * r.rstd + std::fabs(r.d[j]) * ref.rstd_rad[i] + std::fabs(z[j]) * kRel;
       ez[j] = normalized_error(r, j, u);
       g[j] = dy * c.gamma[j];
       const double eg = u.ua * std::fabs(g[j]) + u.eta_a;
@@ -100,7 +156,7 @@ BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::Cer
     // A = fl(sum g_hat) / n and B = fl(sum g_hat z_hat) / n (section 3.2); their exact values are
     // evaluated here in double, so that evaluation is bounded too (e_mg, e_mgz).
     const double e_a = (s.sum_eg + compose_sum(c.n, u) * s.sum_abs_g) / nn + u.eta_a;
-    const double e_b = (s.acc_b + compose_sum_products(c.n, u) * s.mag_b) / nn + u.eta_a;
+    const double e_b = (s.acc_b + compose_sum_products(c.n, u) * (s.mag_b + nn * u.eta_a)) / nn + u.eta_a;
     const double mean_g = s.sum_g / nn, mean_gz = s.sum_gz / nn;
     const double e_mg = (nn + 1) * 0x1p-53 * s.sum_abs_g / nn;
     const double e_mgz = s.sum_g_dz / nn + (nn + 2) * 0x1p-53 * s.sum_abs_gz / nn;
@@ -131,7 +187,7 @@ BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::Cer
   const double rows = static_cast<double>(c.rows);
   const double gm = gamma_k(rows, u.ua), gm1 = gamma_k(rows - 1, u.ua);
   for (int64_t j = 0; j < c.n; ++j) {
-    const double e_g = dg_err[j] * (1 + u.ua) + gm * dg_mag[j] + rows * u.eta_a;
+    const double e_g = dg_err[j] * (1 + u.ua) + gm * (dg_mag[j] + rows * u.eta_a) + rows * u.eta_a;
     const double e_b = gm1 * db_mag[j] + rows * u.eta_a;
     const double vg = upper_abs(ref.dgamma[j]), vb = upper_abs(ref.dbeta[j]);
     const bool g_over = (col_regime[j] & kRegimeOverflow) || reaches(dg_mag[j], u.max_a) || reaches(vg + e_g, max_s);

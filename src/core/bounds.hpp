@@ -59,6 +59,16 @@ struct BackwardBound {
 BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
                                        const BoundModel& m);
 
+/// The named constants a bound uses for a row length n and `rows` rows, for auditors.
+struct NamedConstant {
+  std::string name, meaning;
+  double value;
+};
+std::vector<NamedConstant> bound_constants(const BoundModel& m, int64_t n, int64_t rows);
+
+/// The bound's formula, step by step, as the code evaluates it (docs/bounds.md sections 2-4).
+std::vector<std::string> bound_formula(const BoundModel& m, bool backward);
+
 /// Identifier of the bound a model evaluates, e.g. "LN-TWOPASS-SEQ", "LN-ONEPASS-SEQ".
 std::string bound_id(const BoundModel& m);
 

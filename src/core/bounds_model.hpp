@@ -58,6 +58,7 @@ struct RowError {
   double delta_r = 0;  ///< |r_hat - r| / r
   double rstd = 0;     ///< upper bound of the exact r
   double v = 0;        ///< upper bound of the exact variance
+  double v_low = 0;    ///< lower bound of the exact variance
   double mu = 0;       ///< nearest double of the exact mean
   std::vector<double> d;      ///< d_j = x_j - mu, nearest double (signed, for cancelling sums)
   std::vector<double> d_abs;  ///< upper bound of |x_j - mu|
@@ -75,7 +76,9 @@ inline double normalized_error(const RowError& r, int64_t j, const Units& u) {
 }
 
 /// Upper bound of |oracle value| from its nearest double.
-inline double upper_abs(const CertifiedValue& v) { return std::fabs(v.approx()) * (1 + kRel); }
+inline double upper_abs(const CertifiedValue& v) {
+  return std::fabs(v.approx()) * (1 + kRel) + std::numeric_limits<double>::denorm_min();
+}
 
 /// Adds the Accum -> Storage store rounding to an accumulated-value error bound.
 inline double with_store(double exact_abs, double err, const Units& u) {

@@ -34,8 +34,8 @@ double mean_error_welford(const double* x, int64_t n, const Units& u) {
   // Divisions by k round once, plus once more when some k <= n is not representable.
   const bool k_exact = static_cast<double>(n) <= 1.0 / u.ua;
   const double quotient = k_exact ? 2 * u.ua + u.ua * u.ua : 3 * u.ua + 3 * u.ua * u.ua;
-  const double c = static_cast<double>(n - 1) * u.ua + 2.0 * quotient * (harmonic - 1.0);
-  if (c >= 1) return kInf;
+  const double c = (static_cast<double>(n - 1) * u.ua + 2.0 * quotient * (harmonic - 1.0)) * (1 + kRel);
+  if (c >= 1 - 0x1p-20) return kInf;
   return (c * m + static_cast<double>(n) * u.eta_a) / (1 - c);
 }
 
@@ -50,7 +50,7 @@ double variance_error_two_pass(const RowError& r, int64_t n, const Units& u) {
   const double e2 = (lin + quad) / nn;
   // n rounded squares, the sum's additions, one division.
   const double g = compose(compose(sum_gamma(n, u), u.ua), division_error(n, u));
-  return e2 + g * (r.v + e2) + u.eta_a * nn;
+  return e2 + g * (r.v + e2) + u.eta_a * std::max(nn, 3.0);
 }
 
 /// Welford: M2 = sum_k (x_k - m_{k-1})(x_k - m_k) with running means m_k. The running means are
@@ -82,12 +82,14 @@ double variance_error_one_pass(const double* x, int64_t n, double mu_abs, const 
   return e_q + e_msq + u.ua * (r.v + e_q + e_msq);
 }
 
-/// Relative error of r_hat = 1 / sqrt(fl(v_hat + eps_hat)) (section 2.3).
-double rstd_relative_error(double v, double e_v, double eps, const Units& u) {
-  const double w = (v + eps) * (1 + kRel), w_low = (v + eps) * (1 - kRel);
-  const double e_w = e_v + u.ua * eps + 2 * u.eta_a + u.ua * (w + e_v + u.ua * eps);
-  const double delta = e_w / w_low;
-  if (!(delta < 1)) return kInf;
+/// Relative error of r_hat = 1 / sqrt(fl(v_hat + eps_hat)) (section 2.3). delta is rounded up
+/// (factor 1 + 2^-50) and treated as void within 2^-20 of 1, where (1 - delta)^-1.5 would amplify
+/// the evaluation's own rounding beyond the slack.
+double rstd_relative_error(double v, double v_low, double e_v, double eps, const Units& u) {
+  const double w = (v + eps) * (1 + kRel), w_low = (v_low + eps) * (1 - kRel);
+  const double e_w = e_v + u.ua * eps + 2 * u.eta_a + u.ua * (w + e_v + u.ua * eps + u.eta_a);
+  const double delta = e_w / w_low * (1 + kRel);
+  if (!(delta < 1 - 0x1p-20)) return kInf;
   const double a = delta / (2 * std::pow(1 - delta, 1.5));
   return a + (1 + a) * u.rsqrt;
 }
@@ -121,16 +123,18 @@ RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref
   const double mu = ref.mean[i];
   RowError r;
   r.mu = mu;
-  r.v = ref.var[i] * (1 + kRel);
-  r.rstd = ref.rstd[i] * (1 + kRel);
+  // Upper bounds of the exact statistics from the oracle's certified radii (kRel: evaluation margin).
+  r.v = (ref.var[i] + ref.var_rad[i]) * (1 + kRel);
+  r.v_low = std::max(0.0, (ref.var[i] - ref.var_rad[i]) * (1 - kRel));
+  r.rstd = (ref.rstd[i] + ref.rstd_rad[i]) * (1 + kRel);
   r.e_mu = m.stats == StatsModel::welford ? mean_error_welford(x, c.n, u) : mean_error_summed(x, c.n, u);
   r.d.resize(static_cast<size_t>(c.n));
   r.d_abs.resize(static_cast<size_t>(c.n));
   r.e_d.resize(static_cast<size_t>(c.n));
   for (int64_t j = 0; j < c.n; ++j) {
     r.d[j] = x[j] - mu;
-    // |x - mu_exact| <= |fl(x - mu)| (1 + 2^-52) + |mu - mu_exact|, the latter below kRel |mu|.
-    r.d_abs[j] = std::fabs(r.d[j]) * (1 + 0x1p-52) + kRel * std::fabs(mu);
+    // |x - mu_exact| <= |fl(x - mu)| (1 + 2^-52) + |mu - mu_exact| (certified radius) + margin.
+    r.d_abs[j] = std::fabs(r.d[j]) * (1 + 0x1p-52) + ref.mean_rad[i] * (1 + kRel) + kRel * std::fabs(mu);
     r.e_d[j] = r.e_mu + u.ua * (r.d_abs[j] + r.e_mu);
   }
   switch (m.stats) {
@@ -138,7 +142,7 @@ RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref
     case StatsModel::welford: r.e_v = variance_error_welford(x, c.n, r.e_mu, u); break;
     case StatsModel::one_pass: r.e_v = variance_error_one_pass(x, c.n, std::fabs(mu) * (1 + kRel), r, u); break;
   }
-  r.delta_r = rstd_relative_error(r.v, r.e_v, c.eps, u);
+  r.delta_r = rstd_relative_error(r.v, r.v_low, r.e_v, c.eps, u);
   r.regime = row_regime(c, i, r, m, u);
   return r;
 }

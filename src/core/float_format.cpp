@@ -89,4 +89,8 @@ int64_t ordered_key(uint64_t bits, const FloatFormat& f) {
                                : static_cast<int64_t>(magnitude);
 }
 
+uint64_t bits_from_ordered_key(int64_t key, const FloatFormat& f) {
+  return key >= 0 ? static_cast<uint64_t>(key) : (sign_mask(f) | static_cast<uint64_t>(-(key + 1)));
+}
+
 }  // namespace normcheck

@@ -35,4 +35,7 @@ double ulp_at(double x, const FloatFormat& fmt);
 /// Monotone integer key of a bit pattern: consecutive finite values differ by 1, -0 and +0 by 1.
 int64_t ordered_key(uint64_t bits, const FloatFormat& fmt);
 
+/// Inverse of ordered_key.
+uint64_t bits_from_ordered_key(int64_t key, const FloatFormat& fmt);
+
 }  // namespace normcheck

@@ -39,7 +39,8 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
                               ordered_key(encode_exact(ref.rounded, fmt), fmt));
   const double scaled_bound = std::ldexp(bound, -ref.scale);
   e.bound_ratio = bound > 0 ? diff / scaled_bound : (diff > 0 ? inf : 0.0);
-  e.violation = diff - ref.rad > scaled_bound;
+  // diff is rounded to nearest: shrink it by 2^-50 relative so that a violation stays certified.
+  e.violation = diff * (1 - 0x1p-50) - ref.rad > scaled_bound;
   e.undecided = !e.violation && diff + ref.rad > scaled_bound;
   return e;
 }

@@ -1,0 +1,52 @@
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/parse_names.hpp"
+#include "suite/judge.hpp"
+#include "suite/search.hpp"
+
+namespace normcheck::cli {
+
+int search_command(const SearchOptions& o) {
+  std::vector<Op> ops;
+  std::vector<DType> dtypes;
+  try {
+    ops = parse_names<Op>(o.ops, parse_op, "op");
+    dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
+    if (o.rows < 1 || o.n < 1 || o.rows * o.n > 65536)
+      throw std::invalid_argument(fmt::format("shape {}x{} must have 1 <= rows*n <= 65536", o.rows, o.n));
+    for (const auto& v : o.variants)
+      if (std::none_of(builtin_kernels().begin(), builtin_kernels().end(), [&](const KernelEntry& k) { return k.variant == v; }))
+        throw std::invalid_argument(fmt::format("unknown kernel variant '{}'", v));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+  std::vector<CorpusEntry> found;
+  bool violated = false;
+  std::printf("%-20s %-24s %-5s %9s %8s  %s\n", "op", "variant", "dtype", "shape", "evals", "best |err|/own bound");
+  for (Op op : ops)
+    for (const auto& variant : o.variants)
+      for (DType dt : dtypes) {
+        if (variant == "two_pass_storage_accum" && (dt == DType::f32 || dt == DType::f64)) continue;
+        for (const std::string& output : op_outputs(op)) {
+        SearchConfig cfg{op, variant, dt, o.rows, o.n, o.seed, o.restarts, o.iterations, output};
+        const SearchResult r = search_worst_case(cfg);
+        std::printf("%-20s %-24s %-5s %4lldx%-4lld %8lld  %.4g (%s)\n", std::string(op_name(op)).c_str(), variant.c_str(),
+                    dtype_info(dt).name.data(), static_cast<long long>(o.rows), static_cast<long long>(o.n),
+                    static_cast<long long>(r.evaluations), r.best.ratio, r.best.output.c_str());
+        violated = violated || r.best.ratio > 1;
+        found.push_back(r.best);
+        }
+      }
+  if (!o.out.empty()) {
+    merge_into_corpus(o.out, found);
+    std::printf("corpus: %zu cases merged into %s\n", found.size(), o.out.c_str());
+  }
+  if (violated) std::printf("BOUND VIOLATED: a case exceeds its own a priori bound (see the corpus)\n");
+  return violated ? kExitCheckFailed : kExitOk;
+}
+
+}  // namespace normcheck::cli
