@@ -46,7 +46,7 @@ std::vector<std::string> bound_formula(const BoundModel& m, bool backward) {
   switch (m.stats) {
     case StatsModel::two_pass:
       f.push_back("e_mu = (gamma_sum (+) div_n) * sum|x| / n + eta_a                                   [2.1]");
-      f.push_back("e_v  = E2 + (gamma_sum (+) u_a (+) div_n) (v + E2) + n eta_a,"
+      f.push_back("e_v  = E2 + (gamma_sum (+) u_a (+) div_n) (v + E2) + max(n,3) eta_a,"
                   " E2 = (sum 2|d_j| u_a (|d_j| + e_mu) + sum e_d_j^2) / n   [2.1: sum d_j = 0]");
       break;
     case StatsModel::welford:
@@ -61,8 +61,9 @@ std::vector<std::string> bound_formula(const BoundModel& m, bool backward) {
       break;
   }
   f.push_back("e_d_j = e_mu + u_a (|d_j| + e_mu)");
-  f.push_back("delta = e_w / (v + eps), e_w = e_v + u_a eps + 2 eta_a + u_a (v + eps + e_v + u_a eps);"
-              " delta_r = a + (1 + a) rsqrt, a = delta / (2 (1 - delta)^1.5)   [2.3]; void if delta >= 1");
+  f.push_back("delta = e_w / w_low (rounded up), w_low = lower bound of v + eps, e_w = e_v + u_a eps + 2 eta_a +"
+              " u_a (v + eps + e_v + u_a eps + eta_a); delta_r = a + (1 + a) rsqrt, a = delta / (2 (1 - delta)^1.5)"
+              "   [2.3]; void if delta >= 1 - 2^-20");
   if (!backward) {
     f.push_back("e_t = |gamma_j| r (|d_j| delta_r + e_d_j (1 + delta_r))(1 + gamma_2) + gamma_2 |gamma_j z_j| + eta_a"
                 " (1 + |gamma_j|(1 + gamma_2))   [2.4]");

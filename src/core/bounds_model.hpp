@@ -10,7 +10,7 @@
 namespace normcheck::bounds_detail {
 
 /// Slack for the double rounding of the bound's own sums of nonnegative terms (at most
-/// (n + 8) 2^-53 < 1e-11 relative for n <= 2^20; docs/bounds.md section 1.4). Quantities that
+/// (n + 8) 2^-53 < 1.2e-10 relative for n <= 2^20; docs/bounds.md section 1.4). Quantities that
 /// come from the oracle or suffer cancellation are inflated explicitly instead (kRel).
 inline constexpr double kEvaluationSlack = 1.0 + 1e-6;
 /// Relative inflation turning a nearest-double oracle statistic into an upper bound (its
@@ -75,9 +75,10 @@ inline double normalized_error(const RowError& r, int64_t j, const Units& u) {
   return r.rstd * (r.d_abs[j] * r.delta_r + r.e_d[j] * (1 + r.delta_r)) * (1 + u.ua) + u.ua * z + u.eta_a;
 }
 
-/// Upper bound of |oracle value| from its nearest double.
+/// Upper bound of |oracle value| from its double-double and certified radius.
 inline double upper_abs(const CertifiedValue& v) {
-  return std::fabs(v.approx()) * (1 + kRel) + std::numeric_limits<double>::denorm_min();
+  return (std::fabs(v.approx()) + std::ldexp(std::fabs(v.lo) + v.rad, v.scale)) * (1 + kRel) +
+         std::numeric_limits<double>::denorm_min();
 }
 
 /// Adds the Accum -> Storage store rounding to an accumulated-value error bound.

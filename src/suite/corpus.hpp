@@ -25,7 +25,7 @@ std::vector<CorpusEntry> read_corpus(const std::string& path);
 /// One corpus line (no newline).
 std::string corpus_line(const CorpusEntry& e);
 
-/// Writes entries, replacing existing ones with the same (op, variant, dtype, rows, n), sorted.
+/// Writes entries, replacing existing ones with the same (op, output, variant, dtype, rows, n), sorted.
 void merge_into_corpus(const std::string& path, const std::vector<CorpusEntry>& entries);
 
 }  // namespace normcheck

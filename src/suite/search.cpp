@@ -1,5 +1,6 @@
 #include "suite/search.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "core/rng.hpp"
@@ -29,6 +30,15 @@ double nudge(double v, int64_t steps, DType dt) {
   return std::isfinite(w) ? w : v;
 }
 
+/// (x_ij - mean_i) / sqrt(var_i + eps) in double: a guide for the search, not a reference.
+double approx_normalized(const LayerNormCase& c, int64_t i, int64_t j) {
+  const double* x = &c.x[static_cast<size_t>(i * c.n)];
+  double mean = 0, var = 0;
+  for (int64_t k = 0; k < c.n; ++k) mean += x[k] / static_cast<double>(c.n);
+  for (int64_t k = 0; k < c.n; ++k) var += (x[k] - mean) * (x[k] - mean) / static_cast<double>(c.n);
+  return (x[j] - mean) / std::sqrt(var + c.eps);
+}
+
 /// One random local move on the inputs (x, gamma, beta or dy) of a case.
 void mutate(LayerNormCase& c, Rng& rng, bool backward) {
   const int kind = static_cast<int>(rng.range(0, backward ? 5 : 4));
@@ -37,9 +47,11 @@ void mutate(LayerNormCase& c, Rng& rng, bool backward) {
   switch (kind) {
     case 0: case 1: { double& x = pick(c.x); x = nudge(x, steps, c.dtype); break; }
     case 2: { double& g = pick(c.gamma); g = nudge(g, steps, c.dtype); break; }
-    case 3: {  // move beta towards cancelling gamma * z: makes outputs tiny
-      const int64_t j = rng.range(0, c.n - 1);
-      c.beta[j] = nudge(round_to_dtype(-c.beta[j] * 0.5, c.dtype), steps % 4, c.dtype);
+    case 3: {  // set beta_j near -gamma_j z_ij for a random row i: output y_ij cancels to ~0
+      const int64_t i = rng.range(0, c.rows - 1), j = rng.range(0, c.n - 1);
+      const double z = approx_normalized(c, i, j);
+      c.beta[j] = nudge(round_to_dtype(-c.gamma[j] * z, c.dtype), steps % 4, c.dtype);
+      if (!std::isfinite(c.beta[j])) c.beta[j] = 0;
       break;
     }
     case 4: {  // copy one x onto a neighbour: more cancellation in x - mean
