@@ -1,0 +1,170 @@
+#pragma once
+/// Reference RMSNorm and the block Linear o RMSNorm, templated on the real type, in composed and
+/// deferred form (seed: deferred-rmsnorm-backward). Shares no code with src/kernels.
+///
+///   r = (mean(x^2) + eps)^(-1/2),  z = r x,  RMSNorm: u = g * z
+///   JVP:   du = g * r (dx - z mean(z dx)) + z dg
+///   VJP:   v = g * c,  dx = r (v - z mean(v z)),  dg = sum_rows c * z
+///   block: y = W u + b;  composed VJP: c = W^T dy, then the RMSNorm VJP; dW = sum_rows dy u^T
+///   deferred: y = r (W_g x) + b with W_g = W diag(g);  dx = r W_g^T dy - (r^2/n) <dy, y - b> x
+#include <cstdint>
+#include <vector>
+
+#include "core/rmsnorm_case.hpp"
+
+namespace normcheck::oracle {
+
+/// Per-row reciprocal RMS r = (mean(x^2) + eps)^(-1/2).
+template <class Real>
+std::vector<Real> rms_reciprocal(const RmsBlockCase& c) {
+  std::vector<Real> r(static_cast<size_t>(c.rows));
+  for (int64_t i = 0; i < c.rows; ++i) {
+    Real ss(0);
+    for (int64_t j = 0; j < c.n; ++j) ss += Real(c.x[i * c.n + j]) * Real(c.x[i * c.n + j]);
+    r[i] = Real(1) / sqrt(ss / Real(static_cast<double>(c.n)) + Real(c.eps));
+  }
+  return r;
+}
+
+/// RMSNorm forward u = g * r x (rows * n).
+template <class Real>
+std::vector<Real> rmsnorm_forward(const RmsBlockCase& c) {
+  const auto r = rms_reciprocal<Real>(c);
+  std::vector<Real> u(c.x.size());
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t j = 0; j < c.n; ++j) u[i * c.n + j] = Real(c.g[j]) * (r[i] * Real(c.x[i * c.n + j]));
+  return u;
+}
+
+/// RMSNorm JVP along (dx, dg).
+template <class Real>
+std::vector<Real> rmsnorm_jvp(const RmsBlockCase& c, const std::vector<Real>& dx, const std::vector<Real>& dg) {
+  const auto r = rms_reciprocal<Real>(c);
+  std::vector<Real> du(c.x.size());
+  for (int64_t i = 0; i < c.rows; ++i) {
+    Real mean_zdx(0);
+    for (int64_t j = 0; j < c.n; ++j) mean_zdx += r[i] * Real(c.x[i * c.n + j]) * dx[i * c.n + j];
+    mean_zdx /= Real(static_cast<double>(c.n));
+    for (int64_t j = 0; j < c.n; ++j) {
+      const Real z = r[i] * Real(c.x[i * c.n + j]);
+      du[i * c.n + j] = Real(c.g[j]) * r[i] * (dx[i * c.n + j] - z * mean_zdx) + z * dg[j];
+    }
+  }
+  return du;
+}
+
+/// RMSNorm VJP for the cotangent cu (rows * n): returns dx; accumulates dg (size n).
+template <class Real>
+std::vector<Real> rmsnorm_vjp(const RmsBlockCase& c, const std::vector<Real>& cu, std::vector<Real>& dg) {
+  const auto r = rms_reciprocal<Real>(c);
+  std::vector<Real> dx(c.x.size());
+  dg.assign(static_cast<size_t>(c.n), Real(0));
+  for (int64_t i = 0; i < c.rows; ++i) {
+    Real mean_vz(0);
+    for (int64_t j = 0; j < c.n; ++j) {
+      const Real z = r[i] * Real(c.x[i * c.n + j]);
+      mean_vz += Real(c.g[j]) * cu[i * c.n + j] * z;
+      dg[j] += cu[i * c.n + j] * z;
+    }
+    mean_vz /= Real(static_cast<double>(c.n));
+    for (int64_t j = 0; j < c.n; ++j) {
+      const Real z = r[i] * Real(c.x[i * c.n + j]);
+      dx[i * c.n + j] = r[i] * (Real(c.g[j]) * cu[i * c.n + j] - z * mean_vz);
+    }
+  }
+  return dx;
+}
+
+/// Block forward, composed: y = W (g * r x) + b (rows * m).
+template <class Real>
+std::vector<Real> linear_rmsnorm_forward_composed(const RmsBlockCase& c) {
+  const auto u = rmsnorm_forward<Real>(c);
+  std::vector<Real> y(static_cast<size_t>(c.rows * c.m));
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t k = 0; k < c.m; ++k) {
+      Real s = c.b.empty() ? Real(0) : Real(c.b[k]);
+      for (int64_t j = 0; j < c.n; ++j) s += Real(c.w[k * c.n + j]) * u[i * c.n + j];
+      y[i * c.m + k] = s;
+    }
+  return y;
+}
+
+/// Block forward, deferred: y = r (W_g x) + b, W_g = W diag(g).
+template <class Real>
+std::vector<Real> linear_rmsnorm_forward_deferred(const RmsBlockCase& c) {
+  const auto r = rms_reciprocal<Real>(c);
+  std::vector<Real> y(static_cast<size_t>(c.rows * c.m));
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t k = 0; k < c.m; ++k) {
+      Real s(0);
+      for (int64_t j = 0; j < c.n; ++j) s += (Real(c.w[k * c.n + j]) * Real(c.g[j])) * Real(c.x[i * c.n + j]);
+      y[i * c.m + k] = r[i] * s + (c.b.empty() ? Real(0) : Real(c.b[k]));
+    }
+  return y;
+}
+
+/// Block VJP, composed: c = W^T dy, then the RMSNorm VJP. Returns dx; fills dw (m * n) and dg (n).
+template <class Real>
+std::vector<Real> linear_rmsnorm_vjp_composed(const RmsBlockCase& c, std::vector<Real>& dw, std::vector<Real>& dg) {
+  const auto u = rmsnorm_forward<Real>(c);
+  std::vector<Real> cu(c.x.size(), Real(0));
+  dw.assign(static_cast<size_t>(c.m * c.n), Real(0));
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t k = 0; k < c.m; ++k) {
+      const Real d(c.dy[i * c.m + k]);
+      for (int64_t j = 0; j < c.n; ++j) {
+        cu[i * c.n + j] += Real(c.w[k * c.n + j]) * d;
+        dw[k * c.n + j] += d * u[i * c.n + j];
+      }
+    }
+  return rmsnorm_vjp(c, cu, dg);
+}
+
+/// Block VJP for x, deferred: dx = r W_g^T dy - (r^2 / n) <dy, y - b> x.
+template <class Real>
+std::vector<Real> linear_rmsnorm_vjp_dx_deferred(const RmsBlockCase& c) {
+  const auto r = rms_reciprocal<Real>(c);
+  RmsBlockCase no_bias = c;
+  no_bias.b.clear();
+  const auto y = linear_rmsnorm_forward_deferred<Real>(no_bias);  // y - b
+  std::vector<Real> dx(c.x.size());
+  for (int64_t i = 0; i < c.rows; ++i) {
+    Real s(0);
+    for (int64_t k = 0; k < c.m; ++k) s += Real(c.dy[i * c.m + k]) * y[i * c.m + k];
+    const Real scale = r[i] * r[i] / Real(static_cast<double>(c.n)) * s;
+    for (int64_t j = 0; j < c.n; ++j) {
+      Real gemm(0);
+      for (int64_t k = 0; k < c.m; ++k) gemm += (Real(c.w[k * c.n + j]) * Real(c.g[j])) * Real(c.dy[i * c.m + k]);
+      dx[i * c.n + j] = r[i] * gemm - scale * Real(c.x[i * c.n + j]);
+    }
+  }
+  return dx;
+}
+
+/// The seed's theorem with r a free scalar: left (composed) and right (deferred) sides for row 0.
+template <class Real>
+void input_pullback_free_r(const RmsBlockCase& c, const Real& r, std::vector<Real>& composed,
+                           std::vector<Real>& deferred) {
+  const Real n_real(static_cast<double>(c.n));
+  std::vector<Real> wdy(static_cast<size_t>(c.n), Real(0));  // sum_i W_ik dy_i
+  for (int64_t k = 0; k < c.m; ++k)
+    for (int64_t j = 0; j < c.n; ++j) wdy[j] += Real(c.w[k * c.n + j]) * Real(c.dy[k]);
+  Real mean_term(0);
+  for (int64_t j = 0; j < c.n; ++j) mean_term += Real(c.g[j]) * wdy[j] * (r * Real(c.x[j]));
+  Real s(0);  // sum_i dy_i (r sum_j W_ij g_j x_j)
+  for (int64_t k = 0; k < c.m; ++k) {
+    Real inner(0);
+    for (int64_t j = 0; j < c.n; ++j) inner += (Real(c.w[k * c.n + j]) * Real(c.g[j])) * Real(c.x[j]);
+    s += Real(c.dy[k]) * (r * inner);
+  }
+  composed.resize(static_cast<size_t>(c.n));
+  deferred.resize(static_cast<size_t>(c.n));
+  for (int64_t j = 0; j < c.n; ++j) {
+    Real wg_dy(0);
+    for (int64_t k = 0; k < c.m; ++k) wg_dy += (Real(c.w[k * c.n + j]) * Real(c.g[j])) * Real(c.dy[k]);
+    composed[j] = r * (Real(c.g[j]) * wdy[j] - r * Real(c.x[j]) * (mean_term / n_real));
+    deferred[j] = r * wg_dy - r * r / n_real * s * Real(c.x[j]);
+  }
+}
+
+}  // namespace normcheck::oracle
