@@ -29,6 +29,15 @@ CertifiedLayerNorm evaluate_layernorm_mpfi150(const LayerNormCase& c, bool with_
 /// Evaluates at 400 decimal digits (MPFI, about 1330 bits).
 CertifiedLayerNorm evaluate_layernorm_mpfi400(const LayerNormCase& c, bool with_vjp);
 
+/// The RMSNorm oracle on a LayerNormCase (gamma is the gain g; beta is ignored): y, and with the VJP
+/// dx and dgamma (dbeta stays empty); mean is 0, var is mean(x^2), rstd is r.
+CertifiedLayerNorm evaluate_rmsnorm_mpfi50(const LayerNormCase& c, bool with_vjp);
+CertifiedLayerNorm evaluate_rmsnorm_mpfi150(const LayerNormCase& c, bool with_vjp);
+CertifiedLayerNorm evaluate_rmsnorm_mpfi400(const LayerNormCase& c, bool with_vjp);
+
+/// Certified RMSNorm, escalating like certified_layernorm.
+CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp);
+
 /// Evaluates at 168 bits and escalates to 500, then 1330 bits, while some enclosure is wider than
 /// kRequiredUlpFraction of an output ULP. If even 1330 bits do not suffice (cancellation deeper
 /// than about 1200 bits), `certified` is false and the elements concerned are not judged.

@@ -8,6 +8,7 @@
 #include "oracles/certified_layernorm.hpp"
 #include "oracles/certify_interval.hpp"
 #include "oracles/layernorm.hpp"
+#include "oracles/rmsnorm.hpp"
 
 namespace normcheck::oracle::detail {
 
@@ -62,6 +63,43 @@ CertifiedLayerNorm evaluate(const LayerNormCase& c, bool with_vjp, int precision
   return out;
 }
 
+/// The RMSNorm view of a LayerNorm case: gain g = gamma, no linear layer.
+inline RmsBlockCase rms_case_of(const LayerNormCase& c) {
+  RmsBlockCase r;
+  r.dtype = c.dtype;
+  r.rows = c.rows;
+  r.n = c.n;
+  r.m = 0;
+  r.eps = c.eps;
+  r.x = c.x;
+  r.g = c.gamma;
+  return r;
+}
+
+template <class Interval>
+CertifiedLayerNorm evaluate_rms(const LayerNormCase& c, bool with_vjp, int precision_bits) {
+  CertifiedLayerNorm out;
+  out.precision_bits = precision_bits;
+  const RmsBlockCase rc = rms_case_of(c);
+  out.y = certify_all(rmsnorm_forward<Interval>(rc), c.dtype, out);
+  const std::vector<Interval> r = rms_reciprocal<Interval>(rc);
+  std::vector<Interval> ms(r.size(), Interval(0)), zero(r.size(), Interval(0));
+  for (int64_t i = 0; i < c.rows; ++i) {
+    for (int64_t j = 0; j < c.n; ++j) ms[i] += Interval(c.x[i * c.n + j]) * Interval(c.x[i * c.n + j]);
+    ms[i] /= Interval(static_cast<double>(c.n));
+  }
+  mids(zero, out.mean, out.mean_rad);
+  mids(ms, out.var, out.var_rad);
+  mids(r, out.rstd, out.rstd_rad);
+  if (with_vjp) {
+    std::vector<Interval> dg;
+    out.dx = certify_all(rmsnorm_vjp(rc, to_real<Interval>(c.dy), dg), c.dtype, out);
+    out.dgamma = certify_all(dg, c.dtype, out);
+  }
+  out.certified = out.max_err_ulps <= kRequiredUlpFraction;
+  return out;
+}
+
 }  // namespace normcheck::oracle::detail
 
 /// Defines evaluate_layernorm_mpfi<Digits>(): the oracle on an MPFI type of Digits decimal digits.
@@ -72,5 +110,11 @@ CertifiedLayerNorm evaluate(const LayerNormCase& c, bool with_vjp, int precision
                                                    boost::multiprecision::et_off>;                 \
     const int bits = static_cast<int>(mpfi_get_prec(Interval(0).backend().data()));                \
     return detail::evaluate<Interval>(c, with_vjp, bits);                                          \
+  }                                                                                                \
+  CertifiedLayerNorm evaluate_rmsnorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {         \
+    using Interval = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<Digits>, \
+                                                   boost::multiprecision::et_off>;                 \
+    const int bits = static_cast<int>(mpfi_get_prec(Interval(0).backend().data()));                \
+    return detail::evaluate_rms<Interval>(c, with_vjp, bits);                                      \
   }                                                                                                \
   }

@@ -72,12 +72,20 @@ int bounds_command(const BoundsOptions& o) {
     return kExitBadInput;
   }
   const BoundModel m = own_bound_model(tolerance_for(*k), *k);
-  const bool backward = k->op == Op::layernorm_backward;
+  const bool backward = is_backward(k->op);
   const LayerNormCase c = gen::make_layernorm_case(o.generator, k->storage, o.seed, {o.rows, o.n, o.rows * o.n});
-  const auto ref = oracle::certified_layernorm(c, backward);
+  const auto ref = certified_reference(k->op, c, backward);
   const auto judged = judge_case(*k, c, ref);
   nlohmann::json outputs;
-  if (!backward) {
+  if (is_rmsnorm(k->op)) {
+    if (!backward) {
+      outputs["y"] = sample_summary(rmsnorm_forward_bound(c, ref, m), ref.y, judged[0]);
+    } else {
+      const BackwardBound b = rmsnorm_backward_bound(c, ref, m);
+      outputs["dx"] = sample_summary(b.dx, ref.dx, judged[0]);
+      outputs["dgamma"] = sample_summary(b.dgamma, ref.dgamma, judged[1]);
+    }
+  } else if (!backward) {
     outputs["y"] = sample_summary(layernorm_forward_bound(c, ref, m), ref.y, judged[0]);
   } else {
     const BackwardBound b = layernorm_backward_bound(c, ref, m);

@@ -10,7 +10,7 @@ namespace {
 
 void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
   run.add_option("--suite", o.suite, "named suite (default, quick)");
-  run.add_option("--ops", o.ops, "ops: layernorm_forward, layernorm_backward")->delimiter(',');
+  run.add_option("--ops", o.ops, "ops: layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward")->delimiter(',');
   run.add_option("--kernels", o.variants, "kernel variants: two_pass, welford, one_pass, two_pass_storage_accum")
       ->delimiter(',');
   run.add_option("--dtypes", o.dtypes, "storage dtypes: f16, bf16, f32, f64")->delimiter(',');
@@ -39,7 +39,7 @@ void add_search_options(CLI::App& s, normcheck::cli::SearchOptions& o) {
 }
 
 void add_bounds_options(CLI::App& b, normcheck::cli::BoundsOptions& o) {
-  b.add_option("--op", o.op, "layernorm_forward or layernorm_backward");
+  b.add_option("--op", o.op, "layernorm_forward, layernorm_backward, rmsnorm_forward or rmsnorm_backward");
   b.add_option("--kernel", o.variant, "kernel variant");
   b.add_option("--dtype", o.dtype, "storage dtype");
   b.add_option("--n", o.n, "row length")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));

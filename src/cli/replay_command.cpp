@@ -68,7 +68,7 @@ int replay_command(const ReplayOptions& o) {
     return kExitBadInput;
   }
   const std::string output = rec.at("output").get<std::string>();
-  const oracle::CertifiedLayerNorm ref = oracle::certified_layernorm(c, k->op == Op::layernorm_backward);
+  const oracle::CertifiedLayerNorm ref = certified_reference(k->op, c, is_backward(k->op));
   const auto judged = judge_case(*k, c, ref);
   const auto& elem = rec.at("worst_case").at("element");
   const int64_t index = elem.at("index").get<int64_t>();
@@ -98,9 +98,9 @@ int replay_command(const ReplayOptions& o) {
 int list_command() {
   std::printf("dtypes:");
   for_each_dtype([](auto tag) { std::printf(" %s", dtype_traits<decltype(tag)>::name.data()); });
-  std::printf("\nops: layernorm_forward layernorm_backward\nkernels (variant storage accum):\n");
+  std::printf("\nops: layernorm_forward layernorm_backward rmsnorm_forward rmsnorm_backward\nkernels (variant storage accum):\n");
   for (const KernelEntry& k : builtin_kernels())
-    if (k.op == Op::layernorm_forward)
+    if (!is_backward(k.op))
       std::printf("  %-24s %-5s %-5s%s\n", k.variant.c_str(), dtype_info(k.storage).name.data(),
                   dtype_info(k.accum).name.data(), k.known_weak ? "  (known weak)" : "");
   std::printf("generators:");

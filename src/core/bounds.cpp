@@ -21,8 +21,16 @@ double gamma_k(double k, double u) {
 }
 
 std::string bound_id(const BoundModel& m) {
-  const char* stats = m.stats == StatsModel::two_pass ? "TWOPASS" : m.stats == StatsModel::welford ? "WELFORD" : "ONEPASS";
   const char* order = m.order == SumOrder::pairwise ? "PAIRWISE" : "SEQ";
+  if (m.stats == StatsModel::rms) {
+    std::string id = std::string("RMS-") + order;
+    if (m.rms_flags & kRmsSumsqStorage) id += "+SUMSQ-STORAGE";
+    if (m.rms_flags & kRmsRstdBf16) id += "+RSTD-BF16";
+    if (m.rms_flags & kRmsXrBf16) id += "+XR-BF16";
+    if (m.rms_flags & kRmsDgBf16) id += "+DG-BF16";
+    return id;
+  }
+  const char* stats = m.stats == StatsModel::two_pass ? "TWOPASS" : m.stats == StatsModel::welford ? "WELFORD" : "ONEPASS";
   return std::string("LN-") + stats + "-" + order;
 }
 
@@ -43,6 +51,21 @@ std::vector<NamedConstant> bound_constants(const BoundModel& m, int64_t n, int64
 
 std::vector<std::string> bound_formula(const BoundModel& m, bool backward) {
   std::vector<std::string> f;
+  if (m.stats == StatsModel::rms) {
+    f.push_back("S = sum x^2 in the sum accumulator (storage dtype for +SUMSQ-STORAGE): e_S = (gamma_sum (+) u_sum) S + n eta_sum");
+    f.push_back("e_ms = (e_S + div_n (S + e_S)) / n + eta_a; delta_r from e_ms as in [2.3], (+) 2^-8 for +RSTD-BF16   [10.1]");
+    f.push_back("e_z = |x| r (delta_r (+) u_xr) + eta_xr, u_xr = u_a (+) 2^-8 for +XR-BF16   [10.1]");
+    if (!backward) {
+      f.push_back("y: e = |g| e_z (1 + u_a) + u_a |g x r| + eta_a   [10.1]");
+    } else {
+      f.push_back("dx: B = mean(v z), v = g dy; e_B as e_B of [3.2]; c = v - z B; e = r (|c| delta_r + e_c (1 + delta_r))"
+                  "(1 + u_a) + u_a |dx| + eta_a   [10.2]");
+      f.push_back("dgamma: sum_rows (|dy| e_z (1+u_a) + u_a |dy|(|z|+e_z) + u_dg |p|) + gamma_{m-1}(u_dg) sum |p|;"
+                  " u_dg = 2^-8 for +DG-BF16   [10.2]");
+    }
+    f.push_back("store: bound = e + u_s (|exact| + e) + eta_s when storage != accumulator   [2.6]");
+    return f;
+  }
   switch (m.stats) {
     case StatsModel::two_pass:
       f.push_back("e_mu = (gamma_sum (+) div_n) * sum|x| / n + eta_a                                   [2.1]");
@@ -54,6 +77,7 @@ std::vector<std::string> bound_formula(const BoundModel& m, bool backward) {
       f.push_back("e_v  = (sum_k |a_k| e_b + |b_k| e_a + e_a e_b + u_a (|a_k|+e_a)(|b_k|+e_b) + (gamma_n (+) div_n)"
                   " sum (|a_k|+e_a)(|b_k|+e_b)) / n + n eta_a   [2.2]");
       break;
+    case StatsModel::rms: break;
     case StatsModel::one_pass:
       f.push_back("e_mu = (gamma_sum (+) div_n) * sum|x| / n + eta_a                                   [2.1]");
       f.push_back("e_v  = e_q + e_msq + u_a (v + e_q + e_msq), e_q = (gamma_sum (+) u_a (+) div_n) sum x^2 / n,"

@@ -12,7 +12,15 @@
 namespace normcheck {
 
 /// How the row statistics are computed by the kernel the bound describes.
-enum class StatsModel { two_pass, welford, one_pass };
+enum class StatsModel { two_pass, welford, one_pass, rms };
+
+/// RMSNorm arithmetic deviations of the known-weak variants (bitmask, StatsModel::rms only).
+enum RmsFlags : uint8_t {
+  kRmsSumsqStorage = 1,  ///< sum of squares accumulated in the storage dtype
+  kRmsRstdBf16 = 2,      ///< r rounded to bf16 before use
+  kRmsXrBf16 = 4,        ///< x r rounded to bf16 before the gain multiply
+  kRmsDgBf16 = 8,        ///< dg accumulated in bf16
+};
 /// Order of the within-row sums (mean, sum of squares, backward row sums).
 enum class SumOrder { sequential, pairwise };
 
@@ -25,6 +33,7 @@ struct BoundModel {
   /// Relative error of r = 1/sqrt(w_hat) beyond w_hat's own error; < 0 means correctly rounded
   /// sqrt then division: 2u/(1-u).
   double rsqrt_error = -1;
+  uint8_t rms_flags = 0;  ///< RmsFlags, for StatsModel::rms
 };
 
 /// Regime flags of one element (a bitmask).
@@ -68,6 +77,13 @@ std::vector<NamedConstant> bound_constants(const BoundModel& m, int64_t n, int64
 
 /// The bound's formula, step by step, as the code evaluates it (docs/bounds.md sections 2-4).
 std::vector<std::string> bound_formula(const BoundModel& m, bool backward);
+
+/// Bound on |y_hat - y| for RMSNorm forward (docs/bounds.md section 10).
+TensorBound rmsnorm_forward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, const BoundModel& m);
+
+/// Bounds on RMSNorm dx and dgamma (dbeta left empty; docs/bounds.md section 10).
+BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
+                                     const BoundModel& m);
 
 /// Identifier of the bound a model evaluates, e.g. "LN-TWOPASS-SEQ", "LN-ONEPASS-SEQ".
 std::string bound_id(const BoundModel& m);

@@ -66,6 +66,9 @@ struct RowError {
   uint8_t regime = 0;         ///< row-level regime flags (overflow, eps, underflow, cancellation)
 };
 
+/// Relative error of r_hat = 1 / sqrt(fl(v_hat + eps_hat)) given |v_hat - v| <= e_v (section 2.3).
+double rstd_relative_error(double v, double v_low, double e_v, double eps, const Units& u);
+
 RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t row,
                    const BoundModel& m, const Units& u);
 

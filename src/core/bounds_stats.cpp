@@ -1,4 +1,6 @@
 // Error models of the row statistics (docs/bounds.md sections 2.1-2.3).
+#include <stdexcept>
+
 #include "core/bounds_model.hpp"
 
 namespace normcheck::bounds_detail {
@@ -82,6 +84,8 @@ double variance_error_one_pass(const double* x, int64_t n, double mu_abs, const 
   return e_q + e_msq + u.ua * (r.v + e_q + e_msq);
 }
 
+}  // namespace
+
 /// Relative error of r_hat = 1 / sqrt(fl(v_hat + eps_hat)) (section 2.3). delta is rounded up
 /// (factor 1 + 2^-50) and treated as void within 2^-20 of 1, where (1 - delta)^-1.5 would amplify
 /// the evaluation's own rounding beyond the slack.
@@ -93,8 +97,6 @@ double rstd_relative_error(double v, double v_low, double e_v, double eps, const
   const double a = delta / (2 * std::pow(1 - delta, 1.5));
   return a + (1 + a) * u.rsqrt;
 }
-
-}  // namespace
 
 Units units_of(const BoundModel& m) {
   const DTypeInfo& s = dtype_info(m.storage);
@@ -141,6 +143,7 @@ RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref
     case StatsModel::two_pass: r.e_v = variance_error_two_pass(r, c.n, u); break;
     case StatsModel::welford: r.e_v = variance_error_welford(x, c.n, r.e_mu, u); break;
     case StatsModel::one_pass: r.e_v = variance_error_one_pass(x, c.n, std::fabs(mu) * (1 + kRel), r, u); break;
+    case StatsModel::rms: throw std::logic_error("row_error is the LayerNorm model; RMSNorm uses bounds_rms.cpp");
   }
   r.delta_r = rstd_relative_error(r.v, r.v_low, r.e_v, c.eps, u);
   r.regime = row_regime(c, i, r, m, u);

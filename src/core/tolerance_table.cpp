@@ -27,6 +27,23 @@ const std::vector<ToleranceEntry>& tolerance_table() {
      Expectation::report_only,
      "known weak (f16/bf16 accumulation): must satisfy LN-TWOPASS-SEQ with u_acc = u_storage, judged "
      "by the f32-accumulation contract of its storage dtype so that the harness flags it (section 4)"},
+    {"rms", "abs_error/bound", StatsModel::rms, SumOrder::sequential, false, 1.0, Expectation::must_pass,
+     "RMSNorm, sum of squares, rsqrt and products in the accumulator: RMS-SEQ (section 10)"},
+    {"rms_sumsq_storage", "abs_error/bound", StatsModel::rms, SumOrder::sequential, true, 1.0,
+     Expectation::report_only,
+     "known weak: sum of squares in f16/bf16 (onnxruntime#29034); own bound RMS-SEQ+SUMSQ-STORAGE",
+     kRmsSumsqStorage},
+    {"rms_invrms_bf16", "abs_error/bound", StatsModel::rms, SumOrder::sequential, true, 1.0,
+     Expectation::report_only, "known weak: r rounded to bf16 (amd/IRON PR #139); own bound RMS-SEQ+RSTD-BF16",
+     kRmsRstdBf16},
+    {"rms_xr_bf16", "abs_error/bound", StatsModel::rms, SumOrder::sequential, true, 1.0,
+     Expectation::report_only,
+     "known weak: x r rounded to bf16 before the gain multiply (vllm-xpu-kernels PR #536); own bound "
+     "RMS-SEQ+XR-BF16", kRmsXrBf16},
+    {"rms_dg_bf16", "abs_error/bound", StatsModel::rms, SumOrder::sequential, true, 1.0,
+     Expectation::report_only,
+     "known weak: dg accumulated in bf16 (karpathy/llm.c#428, Liger-Kernel PR #950); own bound RMS-SEQ+DG-BF16",
+     kRmsDgBf16},
   };
   return table;
 }
@@ -45,6 +62,15 @@ const std::vector<FlagExpectation>& flag_expectations() {
      "sums in f16 lose ~n*2^-11 relative and overflow beyond 65504 (onnxruntime#29034)"},
     {"two_pass_storage_accum", "bf16", "*",
      "sums in bf16 lose ~n*2^-8 relative (karpathy/llm.c#428)"},
+    {"rms_sumsq_storage", "f16", "overflow_prone", "x^2 overflows f16 beyond |x| ~ 256 (onnxruntime#29034)"},
+    {"rms_sumsq_storage", "bf16", "*", "sum of squares in bf16 loses ~n*2^-8 relative"},
+    {"rms_invrms_bf16", "f16", "*", "r in bf16 (2^-8) is 8x coarser than f16 output rounding (amd/IRON PR #139)"},
+    {"rms_invrms_bf16", "f32", "*", "r in bf16 (2^-8) against f32 output rounding"},
+    {"rms_invrms_bf16", "f64", "*", "r in bf16 (2^-8) against f64 output rounding"},
+    {"rms_xr_bf16", "f16", "*", "x r in bf16 before the gain multiply (vllm-xpu-kernels PR #536)"},
+    {"rms_xr_bf16", "f32", "*", "x r in bf16 before the gain multiply"},
+    {"rms_xr_bf16", "f64", "*", "x r in bf16 before the gain multiply"},
+    {"rms_dg_bf16", "*", "*", "dg accumulated in bf16 over rows (karpathy/llm.c#428)"},
   };
   return table;
 }
@@ -57,12 +83,13 @@ const ToleranceEntry& tolerance_for(const KernelEntry& k) {
 }
 
 BoundModel own_bound_model(const ToleranceEntry& t, const KernelEntry& k) {
-  return BoundModel{t.stats, k.storage, k.accum, t.order};
+  return BoundModel{t.stats, k.storage, k.accum, t.order, -1, t.rms_flags};
 }
 
 BoundModel verdict_bound_model(const ToleranceEntry& t, const KernelEntry& k) {
   if (!t.judged_by_contract) return own_bound_model(t, k);
-  return BoundModel{StatsModel::two_pass, k.storage, dtype_info(k.storage).default_accum, SumOrder::sequential};
+  const StatsModel sound = t.stats == StatsModel::rms ? StatsModel::rms : StatsModel::two_pass;
+  return BoundModel{sound, k.storage, dtype_info(k.storage).default_accum, SumOrder::sequential, -1, 0};
 }
 
 }  // namespace normcheck

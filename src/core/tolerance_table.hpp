@@ -21,6 +21,7 @@ struct ToleranceEntry {
   double max_ratio;           ///< observed error / bound must not exceed this
   Expectation expectation;    ///< of the verdict bound; the own bound must always hold
   std::string_view justification;
+  uint8_t rms_flags = 0;      ///< RmsFlags of the variant's own arithmetic (RMSNorm only)
 };
 
 /// A known-weak kernel that the harness must flag (at least one failing case) on a generator.

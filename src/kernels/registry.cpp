@@ -1,6 +1,7 @@
 #include "kernels/registry.hpp"
 
 #include "kernels/layernorm.hpp"
+#include "kernels/rmsnorm.hpp"
 
 namespace normcheck {
 namespace {
@@ -44,6 +45,45 @@ void add_pair(std::vector<KernelEntry>& out, const char* variant, bool weak, Fwd
                  [bwd](const LayerNormCase& c) { return run_backward<S>(bwd, c); }});
 }
 
+template <class S, class Fwd>
+KernelOutputs run_rms_forward(Fwd fwd, const LayerNormCase& c) {
+  const auto x = to_storage<S>(c.x), g = to_storage<S>(c.gamma);
+  std::vector<S> y(x.size());
+  fwd(x.data(), g.data(), c.rows, c.n, c.eps, y.data());
+  return KernelOutputs{to_double(y), {}, {}, {}};
+}
+
+template <class S, class Bwd>
+KernelOutputs run_rms_backward(Bwd bwd, const LayerNormCase& c) {
+  const auto x = to_storage<S>(c.x), g = to_storage<S>(c.gamma), dy = to_storage<S>(c.dy);
+  std::vector<S> dx(x.size()), dg(g.size());
+  bwd(x.data(), g.data(), dy.data(), c.rows, c.n, c.eps, dx.data(), dg.data());
+  return KernelOutputs{{}, to_double(dx), to_double(dg), {}};
+}
+
+template <class S, class A, class Fwd, class Bwd>
+void add_rms_pair(std::vector<KernelEntry>& out, const char* variant, bool weak, Fwd fwd, Bwd bwd) {
+  const DType s = dtype_traits<S>::id, a = dtype_traits<A>::id;
+  out.push_back({"builtin", variant, Op::rmsnorm_forward, s, a, weak,
+                 [fwd](const LayerNormCase& c) { return run_rms_forward<S>(fwd, c); }});
+  out.push_back({"builtin", variant, Op::rmsnorm_backward, s, a, weak,
+                 [bwd](const LayerNormCase& c) { return run_rms_backward<S>(bwd, c); }});
+}
+
+template <class S>
+void add_rms_dtype(std::vector<KernelEntry>& out) {
+  using A = default_accum_t<S>;
+  using namespace kernels;
+  add_rms_pair<S, A>(out, "rms", false, rmsnorm_forward_rms<S, A>, rmsnorm_backward_rms<S, A>);
+  if constexpr (!std::is_same_v<S, A>)
+    add_rms_pair<S, A>(out, "rms_sumsq_storage", true, rmsnorm_forward_rms_sumsq_storage<S, A>,
+                       rmsnorm_backward_rms_sumsq_storage<S, A>);
+  add_rms_pair<S, A>(out, "rms_invrms_bf16", true, rmsnorm_forward_rms_invrms_bf16<S, A>,
+                     rmsnorm_backward_rms_invrms_bf16<S, A>);
+  add_rms_pair<S, A>(out, "rms_xr_bf16", true, rmsnorm_forward_rms_xr_bf16<S, A>, rmsnorm_backward_rms_xr_bf16<S, A>);
+  add_rms_pair<S, A>(out, "rms_dg_bf16", true, rmsnorm_forward_rms_dg_bf16<S, A>, rmsnorm_backward_rms_dg_bf16<S, A>);
+}
+
 template <class S>
 void add_dtype(std::vector<KernelEntry>& out) {
   using A = default_accum_t<S>;
@@ -61,11 +101,17 @@ void add_dtype(std::vector<KernelEntry>& out) {
 }  // namespace
 
 std::string_view op_name(Op op) {
-  return op == Op::layernorm_forward ? "layernorm_forward" : "layernorm_backward";
+  switch (op) {
+    case Op::layernorm_forward: return "layernorm_forward";
+    case Op::layernorm_backward: return "layernorm_backward";
+    case Op::rmsnorm_forward: return "rmsnorm_forward";
+    case Op::rmsnorm_backward: return "rmsnorm_backward";
+  }
+  return "unknown";
 }
 
 std::optional<Op> parse_op(std::string_view name) {
-  for (Op op : {Op::layernorm_forward, Op::layernorm_backward})
+  for (Op op : {Op::layernorm_forward, Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward})
     if (op_name(op) == name) return op;
   return std::nullopt;
 }
@@ -74,6 +120,7 @@ const std::vector<KernelEntry>& builtin_kernels() {
   static const std::vector<KernelEntry> table = [] {
     std::vector<KernelEntry> out;
     for_each_dtype([&](auto tag) { add_dtype<decltype(tag)>(out); });
+    for_each_dtype([&](auto tag) { add_rms_dtype<decltype(tag)>(out); });
     return out;
   }();
   return table;

@@ -10,7 +10,12 @@
 
 namespace normcheck {
 
-enum class Op { layernorm_forward, layernorm_backward };
+enum class Op { layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward };
+
+/// True for the RMSNorm ops (gamma is the gain g, beta is unused).
+inline bool is_rmsnorm(Op op) { return op == Op::rmsnorm_forward || op == Op::rmsnorm_backward; }
+/// True for the backward ops (they need a cotangent dy).
+inline bool is_backward(Op op) { return op == Op::layernorm_backward || op == Op::rmsnorm_backward; }
 
 std::string_view op_name(Op op);
 std::optional<Op> parse_op(std::string_view name);
@@ -33,8 +38,9 @@ struct KernelEntry {
   std::function<KernelOutputs(const LayerNormCase&)> run;
 };
 
-/// Every built-in kernel: 4 dtypes x {two_pass, welford, one_pass} x {forward, backward}, plus the
-/// storage-precision-accumulation two_pass for f16 and bf16.
+/// Every built-in kernel: LayerNorm (two_pass, two_pass_pairwise, welford, one_pass, and the
+/// storage-precision two_pass for f16/bf16) and RMSNorm (rms and its tracker-bug variants), each
+/// forward and backward, for the 4 dtypes.
 const std::vector<KernelEntry>& builtin_kernels();
 
 }  // namespace normcheck

@@ -68,7 +68,7 @@ CorpusEntry parse_entry(const std::string& line) {
   e.c.beta = split_hex(need(f, "beta"));
   e.c.dy = f.count("dy") ? split_hex(f.at("dy")) : std::vector<double>{};
   e.c.generator = "corpus";
-  if (auto err = validate_case(e.c, e.op == Op::layernorm_backward)) throw std::invalid_argument(*err);
+  if (auto err = validate_case(e.c, is_backward(e.op))) throw std::invalid_argument(*err);
   return e;
 }
 

@@ -10,7 +10,15 @@ namespace {
 /// Per-output bounds for an op under one bound model, in op_outputs order.
 std::vector<TensorBound> bounds_for(Op op, const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
                                     const BoundModel& m) {
-  if (op == Op::layernorm_forward) return {layernorm_forward_bound(c, ref, m)};
+  switch (op) {
+    case Op::layernorm_forward: return {layernorm_forward_bound(c, ref, m)};
+    case Op::rmsnorm_forward: return {rmsnorm_forward_bound(c, ref, m)};
+    case Op::rmsnorm_backward: {
+      BackwardBound b = rmsnorm_backward_bound(c, ref, m);
+      return {std::move(b.dx), std::move(b.dgamma)};
+    }
+    case Op::layernorm_backward: break;
+  }
   BackwardBound b = layernorm_backward_bound(c, ref, m);
   return {std::move(b.dx), std::move(b.dgamma), std::move(b.dbeta)};
 }
@@ -56,10 +64,16 @@ OutputJudgement judge_tensor(const std::string& name, const std::vector<double>&
 
 }  // namespace
 
+oracle::CertifiedLayerNorm certified_reference(Op op, const LayerNormCase& c, bool with_vjp) {
+  return is_rmsnorm(op) ? oracle::certified_rmsnorm(c, with_vjp) : oracle::certified_layernorm(c, with_vjp);
+}
+
 const std::vector<std::string>& op_outputs(Op op) {
   static const std::vector<std::string> fwd = {"y"};
-  static const std::vector<std::string> bwd = {"dx", "dgamma", "dbeta"};
-  return op == Op::layernorm_forward ? fwd : bwd;
+  static const std::vector<std::string> ln_bwd = {"dx", "dgamma", "dbeta"};
+  static const std::vector<std::string> rms_bwd = {"dx", "dgamma"};
+  if (!is_backward(op)) return fwd;
+  return is_rmsnorm(op) ? rms_bwd : ln_bwd;
 }
 
 std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNormCase& c,

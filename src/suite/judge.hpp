@@ -29,6 +29,9 @@ struct OutputJudgement {
   bool own_failed = false;
 };
 
+/// The certified reference of an op's family (LayerNorm or RMSNorm), with the VJP when asked.
+oracle::CertifiedLayerNorm certified_reference(Op op, const LayerNormCase& c, bool with_vjp);
+
 /// Output names an op produces, in report order.
 const std::vector<std::string>& op_outputs(Op op);
 

@@ -91,12 +91,21 @@ ItemResult run_item(const RunConfig& cfg, const WorkItem& w, const std::vector<c
   const std::string& gname = cfg.generators[w.generator_index];
   LayerNormCase c = gen::make_layernorm_case(gname, w.dtype, case_seed(cfg.seed, w.dtype, w.generator_index, w.case_index), cfg.shape);
   if (cfg.eps_override) c.eps = *cfg.eps_override;
-  const bool need_vjp = std::any_of(kernels.begin(), kernels.end(),
-                                    [](const KernelEntry* k) { return k->op == Op::layernorm_backward; });
-  const oracle::CertifiedLayerNorm ref = oracle::certified_layernorm(c, need_vjp);
-  r.certified = ref.certified;
-  r.oracle_err_ulps = ref.max_err_ulps;
-  r.oracle_bits = ref.precision_bits;
+  // One certified reference per op family present (LayerNorm, RMSNorm), with the VJP if needed.
+  std::map<bool, oracle::CertifiedLayerNorm> refs;
+  for (bool rms : {false, true}) {
+    bool present = false, need_vjp = false;
+    for (const KernelEntry* k : kernels)
+      if (k->storage == w.dtype && is_rmsnorm(k->op) == rms) {
+        present = true;
+        need_vjp = need_vjp || is_backward(k->op);
+      }
+    if (!present) continue;
+    const auto& ref = refs[rms] = certified_reference(rms ? Op::rmsnorm_forward : Op::layernorm_forward, c, need_vjp);
+    r.certified = r.certified && ref.certified;
+    r.oracle_err_ulps = std::max(r.oracle_err_ulps, ref.max_err_ulps);
+    r.oracle_bits = std::max(r.oracle_bits, ref.precision_bits);
+  }
   r.seed = c.seed;
   r.digest = case_digest(c);
   r.rows = c.rows;
@@ -104,7 +113,7 @@ ItemResult run_item(const RunConfig& cfg, const WorkItem& w, const std::vector<c
   r.eps = c.eps;
   for (const KernelEntry* k : kernels) {
     if (k->storage != w.dtype) continue;
-    for (OutputJudgement& j : judge_case(*k, c, ref)) {
+    for (OutputJudgement& j : judge_case(*k, c, refs.at(is_rmsnorm(k->op)))) {
       if (j.failed || j.own_failed) append_journal(cfg, c, *k, j, journal_mu);
       r.partials.push_back({index.at({k, w.generator_index, j.output}), std::move(j)});
     }

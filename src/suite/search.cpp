@@ -68,7 +68,7 @@ void mutate(LayerNormCase& c, Rng& rng, bool backward) {
 double own_bound_ratio(Op op, const std::string& variant, const LayerNormCase& c, std::string* output,
                        const std::string& only_output) {
   const KernelEntry& k = find_kernel(op, variant, c.dtype);
-  const auto ref = oracle::certified_layernorm(c, op == Op::layernorm_backward);
+  const auto ref = certified_reference(op, c, is_backward(op));
   double best = 0;
   for (const OutputJudgement& j : judge_case(k, c, ref)) {
     if (!only_output.empty() && j.output != only_output) continue;
@@ -89,7 +89,7 @@ SearchResult search_worst_case(const SearchConfig& cfg) {
   result.best.variant = cfg.variant;
   result.best.output = cfg.output.empty() ? op_outputs(cfg.op).front() : cfg.output;
   result.best.ratio = -1;
-  const bool backward = cfg.op == Op::layernorm_backward;
+  const bool backward = is_backward(cfg.op);
   for (int restart = 0; restart < cfg.restarts; ++restart) {
     const std::string& g = start_generators()[static_cast<size_t>(restart) % start_generators().size()];
     LayerNormCase current = gen::make_layernorm_case(g, cfg.dtype, rng.next(), {cfg.rows, cfg.n, cfg.rows * cfg.n});

@@ -16,7 +16,7 @@ std::optional<RunConfig> suite_config(std::string_view name) {
     if (s.name != name) continue;
     RunConfig cfg;
     cfg.suite = std::string(s.name);
-    cfg.ops = {Op::layernorm_forward, Op::layernorm_backward};
+    cfg.ops = {Op::layernorm_forward, Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward};
     for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
     cfg.generators = gen::row_generator_names();
     cfg.cases_per_generator = s.cases_per_generator;

@@ -1,0 +1,183 @@
+// Per-element bounds for the RMSNorm kernels (docs/bounds.md section 10). Same model as the
+// LayerNorm bounds (bounds_model.hpp); the statistics are only the mean of squares, and the weak
+// variants' extra roundings (RmsFlags) enter as extra unit roundoffs.
+#include "core/bounds.hpp"
+#include "core/bounds_model.hpp"
+
+namespace normcheck {
+
+using namespace bounds_detail;
+
+namespace {
+
+constexpr double kUBf16 = 0x1p-8;
+constexpr double kEtaBf16 = 0x1p-134;
+
+/// The arithmetic of one RMSNorm variant, beyond the Units of its accumulator.
+struct RmsUnits {
+  double u_sum, eta_sum, max_sum;  ///< sum-of-squares accumulator
+  double u_xr, eta_xr;             ///< rounding(s) of x r
+  double max_xr;                   ///< largest finite value x r may take (bf16 max when rounded)
+  double rstd_extra;               ///< extra relative rounding of r
+  double u_dg_conv, u_dg_sum, eta_dg;  ///< dg: conversion of each product and the sum over rows
+};
+
+RmsUnits rms_units(const BoundModel& m, const Units& u) {
+  const DTypeInfo& s = dtype_info(m.storage);
+  const bool sumsq_storage = m.rms_flags & kRmsSumsqStorage, dg = m.rms_flags & kRmsDgBf16;
+  const bool xr = m.rms_flags & kRmsXrBf16;
+  return {sumsq_storage ? s.unit_roundoff : u.ua,
+          sumsq_storage ? u.eta_s : u.eta_a,
+          sumsq_storage ? s.max_finite : u.max_a,
+          xr ? compose(u.ua, kUBf16) : u.ua,
+          xr ? u.eta_a + kEtaBf16 : u.eta_a,
+          xr ? dtype_info(DType::bf16).max_finite : u.max_a,
+          (m.rms_flags & kRmsRstdBf16) ? kUBf16 : 0.0,
+          dg ? kUBf16 : 0.0,
+          dg ? kUBf16 : u.ua,
+          dg ? kEtaBf16 : u.eta_a};
+}
+
+/// One row's RMS statistics error: delta_r of r_hat and an upper bound of r.
+struct RmsRow {
+  double delta_r = 0, rstd = 0;
+  uint8_t regime = 0;
+};
+
+RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t i, const BoundModel& m,
+               const Units& u, const RmsUnits& ru) {
+  const double nn = static_cast<double>(c.n);
+  const double v = (ref.var[i] + ref.var_rad[i]) * (1 + kRel);
+  const double v_low = std::max(0.0, (ref.var[i] - ref.var_rad[i]) * (1 - kRel));
+  const double s = nn * v;  // sum of squares, upper bound
+  Units us = u;
+  us.ua = ru.u_sum;
+  const double e_s = compose(sum_gamma(c.n, us), ru.u_sum) * s + nn * ru.eta_sum;
+  const double e_ms = (e_s + division_error(c.n, u) * (s + e_s)) / nn + u.eta_a;
+  RmsRow row;
+  row.rstd = (ref.rstd[i] + ref.rstd_rad[i]) * (1 + kRel);
+  const double d = rstd_relative_error(v, v_low, e_ms, c.eps, u);
+  row.delta_r = d;
+  bool rounding_overflows = false;
+  if (ru.rstd_extra > 0) {  // r rounded to bf16: relative u, plus eta / r where r is subnormal in bf16
+    const double r_low = std::max(0.0, (ref.rstd[i] - ref.rstd_rad[i]) * (1 - kRel)) * (1 - d);
+    row.delta_r = r_low > 0 ? compose(d, ru.rstd_extra) + kEtaBf16 / r_low : kInf;
+    rounding_overflows = row.rstd * (1 + d) >= dtype_info(DType::bf16).max_finite;
+  }
+  if (round_to_dtype(c.eps, m.accum) == 0) row.regime |= kRegimeEpsVanishes;
+  const bool void_rstd = !(d < kInf);
+  if (s * growth(nn + 1, ru.u_sum) >= ru.max_sum || (void_rstd && (row.regime & kRegimeEpsVanishes)) || rounding_overflows ||
+      (!void_rstd && row.rstd * (1 + row.delta_r) >= u.max_a))
+    row.regime |= kRegimeOverflow;
+  const double* x = &c.x[static_cast<size_t>(i * c.n)];
+  for (int64_t j = 0; j < c.n; ++j)
+    if (x[j] != 0 && std::fabs(x[j]) < dtype_info(c.dtype).min_normal) row.regime |= kRegimeUnderflow;
+  return row;
+}
+
+/// |z_hat - x r| for z_hat = fl(x r_hat) (with the xr rounding when the variant has it).
+double rms_z_error(double x_abs, const RmsRow& row, const RmsUnits& ru) {
+  return x_abs * row.rstd * (compose(row.delta_r, ru.u_xr)) + ru.eta_xr;
+}
+
+bool reaches(double upper, double limit) { return std::isfinite(upper) && upper >= limit; }
+
+}  // namespace
+
+TensorBound rmsnorm_forward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, const BoundModel& m) {
+  const Units u = units_of(m);
+  const RmsUnits ru = rms_units(m, u);
+  TensorBound out{std::vector<double>(c.x.size()), std::vector<uint8_t>(c.x.size())};
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const RmsRow row = rms_row(c, ref, i, m, u, ru);
+    for (int64_t j = 0; j < c.n; ++j) {
+      const size_t k = static_cast<size_t>(i * c.n + j);
+      const double ga = std::fabs(c.gamma[j]), xa = std::fabs(c.x[k]);
+      const double t = ga * xa * row.rstd;
+      const double e = ga * rms_z_error(xa, row, ru) * (1 + u.ua) + u.ua * t + u.eta_a;
+      const double y = upper_abs(ref.y[k]);
+      out.regime[k] = row.regime | output_regime(y, t, c.dtype);
+      const bool may_overflow = (row.regime & kRegimeOverflow) || reaches(t + e, u.max_a) ||
+                                reaches(y + e, dtype_info(c.dtype).max_finite) ||
+                                (ru.u_xr > u.ua && reaches(xa * row.rstd * (1 + row.delta_r), ru.max_xr));
+      if (may_overflow) out.regime[k] |= kRegimeOverflow;
+      out.bound[k] = may_overflow ? kInf : with_store(y, e, u);
+    }
+  }
+  return out;
+}
+
+BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
+                                     const BoundModel& m) {
+  const Units u = units_of(m);
+  const RmsUnits ru = rms_units(m, u);
+  const double nn = static_cast<double>(c.n), max_s = dtype_info(c.dtype).max_finite;
+  BackwardBound out;
+  out.dx = {std::vector<double>(c.x.size()), std::vector<uint8_t>(c.x.size())};
+  std::vector<double> dg_err(c.n, 0.0), dg_mag(c.n, 0.0), z(c.n), za(c.n), ez(c.n), dz(c.n), v(c.n);
+  std::vector<uint8_t> col_regime(c.n, 0);
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const RmsRow row = rms_row(c, ref, i, m, u, ru);
+    const size_t base = static_cast<size_t>(i * c.n);
+    double acc_b = 0, mag_b = 0, sum_vz = 0, sum_abs_vz = 0, sum_v_dz = 0, sum_abs_v = 0;
+    for (int64_t j = 0; j < c.n; ++j) {
+      const double x = c.x[base + j], dy = c.dy[base + j];
+      z[j] = x * ref.rstd[i];
+      za[j] = std::fabs(x) * row.rstd;
+      dz[j] = std::fabs(x) * ref.rstd_rad[i] + std::fabs(z[j]) * kRel;
+      ez[j] = rms_z_error(std::fabs(x), row, ru);
+      v[j] = c.gamma[j] * dy;
+      const double ev = u.ua * std::fabs(v[j]) + u.eta_a;
+      acc_b += std::fabs(v[j]) * ez[j] + za[j] * ev + ev * ez[j] + u.ua * (std::fabs(v[j]) + ev) * (za[j] + ez[j]) + u.eta_a;
+      mag_b += (std::fabs(v[j]) + ev) * (za[j] + ez[j]);
+      sum_vz += v[j] * z[j];
+      sum_abs_vz += std::fabs(v[j]) * za[j];
+      sum_v_dz += std::fabs(v[j]) * dz[j];
+      sum_abs_v += std::fabs(v[j]);
+      // p = fl(dy z_hat) in Accum, then converted to the dg accumulator (exact unless dg is bf16).
+      const double p_err = std::fabs(dy) * ez[j] * (1 + u.ua) + u.ua * std::fabs(dy) * (za[j] + ez[j]) + u.eta_a;
+      const double p_mag = std::fabs(dy) * (za[j] + ez[j]) * (1 + u.ua) + u.eta_a;
+      const double conv_eta = ru.u_dg_conv > 0 ? ru.eta_dg : 0.0;
+      dg_err[j] += p_err + ru.u_dg_conv * p_mag + conv_eta;
+      dg_mag[j] += p_mag * (1 + ru.u_dg_conv) + conv_eta;
+      col_regime[j] |= row.regime;
+    }
+    // B = fl(sum fl(v z)) / n and its exact value, evaluated here in double (section 10.2).
+    const double e_b = (acc_b + compose_sum_products(c.n, u) * (mag_b + nn * u.eta_a)) / nn + u.eta_a;
+    const double mean_vz = sum_vz / nn;
+    const double e_mvz = sum_v_dz / nn + (nn + 2) * 0x1p-53 * sum_abs_vz / nn;
+    const double b_abs = std::fabs(mean_vz) + e_mvz;
+    const bool sums_overflow = (row.regime & kRegimeOverflow) || reaches(mag_b, u.max_a) || reaches(sum_abs_v, u.max_a);
+    for (int64_t j = 0; j < c.n; ++j) {
+      const double ev = u.ua * std::fabs(v[j]) + u.eta_a;
+      const double cj = std::fabs(v[j] - z[j] * mean_vz) + dz[j] * b_abs + std::fabs(z[j]) * e_mvz +
+                        4 * 0x1p-53 * (std::fabs(v[j]) + za[j] * b_abs);
+      const double e_q2 = za[j] * e_b + b_abs * ez[j] + ez[j] * e_b + u.ua * (za[j] + ez[j]) * (b_abs + e_b) + u.eta_a;
+      const double e_c = ev + e_q2 + u.ua * (cj + ev + e_q2) + u.eta_a;
+      const double dx = upper_abs(ref.dx[base + j]);
+      const double e = row.rstd * (cj * row.delta_r + e_c * (1 + row.delta_r)) * (1 + u.ua) + u.ua * dx + u.eta_a;
+      const size_t k = base + static_cast<size_t>(j);
+      const double magnitude = row.rstd * (std::fabs(v[j]) + za[j] * b_abs);
+      out.dx.regime[k] = row.regime | output_regime(dx, magnitude, c.dtype);
+      const bool may_overflow = sums_overflow || reaches(magnitude + e, u.max_a) || reaches(dx + e, max_s) ||
+                                reaches(za[j] * (1 + row.delta_r), ru.max_xr);
+      if (may_overflow) out.dx.regime[k] |= kRegimeOverflow;
+      out.dx.bound[k] = may_overflow ? kInf : with_store(dx, e, u);
+    }
+  }
+  out.dgamma = {std::vector<double>(c.n), std::vector<uint8_t>(c.n)};
+  const double rows = static_cast<double>(c.rows);
+  const double g_sum = gamma_k(rows - 1, ru.u_dg_sum);
+  const double dg_max = (m.rms_flags & kRmsDgBf16) ? dtype_info(DType::bf16).max_finite : u.max_a;
+  for (int64_t j = 0; j < c.n; ++j) {
+    const double e_g = dg_err[j] + g_sum * dg_mag[j] + rows * ru.eta_dg;
+    const double vg = upper_abs(ref.dgamma[j]);
+    const bool over = (col_regime[j] & kRegimeOverflow) || reaches(dg_mag[j] * growth(rows, ru.u_dg_sum), dg_max) ||
+                      reaches(vg + e_g, max_s);
+    out.dgamma.regime[j] = col_regime[j] | output_regime(vg, dg_mag[j], c.dtype) | (over ? kRegimeOverflow : 0);
+    out.dgamma.bound[j] = over ? kInf : with_store(vg, e_g, u);
+  }
+  return out;
+}
+
+}  // namespace normcheck
