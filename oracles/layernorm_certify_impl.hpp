@@ -6,6 +6,7 @@
 
 #include "core/float_format.hpp"
 #include "oracles/certified_layernorm.hpp"
+#include "oracles/certified_rms_block.hpp"
 #include "oracles/certify_interval.hpp"
 #include "oracles/layernorm.hpp"
 #include "oracles/rmsnorm.hpp"
@@ -100,6 +101,35 @@ CertifiedLayerNorm evaluate_rms(const LayerNormCase& c, bool with_vjp, int preci
   return out;
 }
 
+/// The block in composed form (the reference); the deferred terms only for the cancellation factor.
+template <class Interval>
+CertifiedRmsBlock evaluate_rms_block(const RmsBlockCase& c, int precision_bits) {
+  CertifiedRmsBlock out;
+  out.precision_bits = precision_bits;
+  CertifiedLayerNorm acc;  // collects the max error over outputs
+  out.y = certify_all(linear_rmsnorm_forward_composed<Interval>(c), c.dtype, acc);
+  std::vector<Interval> dw, dg;
+  out.dx = certify_all(linear_rmsnorm_vjp_composed<Interval>(c, dw, dg), c.dtype, acc);
+  const auto r = rms_reciprocal<Interval>(c);
+  RmsBlockCase no_bias = c;
+  no_bias.b.clear();
+  const auto y = linear_rmsnorm_forward_deferred<Interval>(no_bias);
+  for (int64_t i = 0; i < c.rows; ++i) {
+    Interval s(0);
+    for (int64_t k = 0; k < c.m; ++k) s += Interval(c.dy[i * c.m + k]) * y[i * c.m + k];
+    for (int64_t j = 0; j < c.n; ++j) {
+      Interval gemm(0);
+      for (int64_t k = 0; k < c.m; ++k) gemm += Interval(c.w[k * c.n + j]) * Interval(c.g[j]) * Interval(c.dy[i * c.m + k]);
+      const double t1 = interval_mid_double((r[i] * gemm).backend().data());
+      const double t2 = interval_mid_double((r[i] * r[i] / Interval(static_cast<double>(c.n)) * s * Interval(c.x[i * c.n + j])).backend().data());
+      out.cancellation.push_back(t1 == t2 ? HUGE_VAL : (std::fabs(t1) + std::fabs(t2)) / std::fabs(t1 - t2));
+    }
+  }
+  out.max_err_ulps = acc.max_err_ulps;
+  out.certified = acc.max_err_ulps <= kRequiredUlpFraction;
+  return out;
+}
+
 }  // namespace normcheck::oracle::detail
 
 /// Defines evaluate_layernorm_mpfi<Digits>(): the oracle on an MPFI type of Digits decimal digits.
@@ -116,5 +146,11 @@ CertifiedLayerNorm evaluate_rms(const LayerNormCase& c, bool with_vjp, int preci
                                                    boost::multiprecision::et_off>;                 \
     const int bits = static_cast<int>(mpfi_get_prec(Interval(0).backend().data()));                \
     return detail::evaluate_rms<Interval>(c, with_vjp, bits);                                      \
+  }                                                                                                \
+  CertifiedRmsBlock evaluate_rms_block_mpfi##Digits(const RmsBlockCase& c) {                       \
+    using Interval = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<Digits>, \
+                                                   boost::multiprecision::et_off>;                 \
+    const int bits = static_cast<int>(mpfi_get_prec(Interval(0).backend().data()));                \
+    return detail::evaluate_rms_block<Interval>(c, bits);                                          \
   }                                                                                                \
   }

@@ -184,3 +184,18 @@ TEST(Cli, SearchReportsRatiosAndWritesACorpus) {
   EXPECT_EQ(normcheck("search --dtypes f7").exit_code, 2);
   EXPECT_EQ(normcheck("search --rows 0").exit_code, 2);
 }
+
+TEST(Cli, CompareRmsBlockReportsBothFormsPerDtypeWithACertifiedOracle) {
+  const fs::path out = scratch() / "block.json";
+  const Outcome o = normcheck("compare-rms-block --cases 1 --out " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto j = load(out);
+  ASSERT_EQ(j.at("rows").size(), 16u);  // 4 dtypes x {composed, deferred} x {y, dx}
+  for (const auto& r : j.at("rows")) {
+    EXPECT_EQ(r.at("uncertified_elements").get<int64_t>(), 0) << r.dump();
+    EXPECT_EQ(r.at("nonfinite_mismatches").get<int64_t>(), 0) << r.dump();
+    EXPECT_GT(r.at("elements").get<int64_t>(), 0);
+  }
+  EXPECT_EQ(normcheck("compare-rms-block --dtypes f8").exit_code, 2);
+  EXPECT_EQ(normcheck("compare-rms-block --generators nope").exit_code, 2);
+}

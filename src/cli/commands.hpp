@@ -47,7 +47,16 @@ struct BoundsOptions {
   bool json = false;
 };
 
+struct CompareOptions {
+  std::vector<std::string> dtypes = {"f16", "bf16", "f32", "f64"};
+  std::vector<std::string> generators;
+  int cases = 4;
+  uint64_t seed = 20261130;
+  std::string out;
+};
+
 int run_command(const RunOptions& o, const std::string& command_line);
+int compare_rms_block_command(const CompareOptions& o);
 int search_command(const SearchOptions& o);
 int bounds_command(const BoundsOptions& o);
 int replay_command(const ReplayOptions& o);

@@ -71,6 +71,13 @@ int main(int argc, char** argv) {
   normcheck::cli::SearchOptions search_opts;
   CLI::App* search = app.add_subcommand("search", "search for inputs maximizing |error| / own a priori bound");
   add_search_options(*search, search_opts);
+  normcheck::cli::CompareOptions compare_opts;
+  CLI::App* compare = app.add_subcommand("compare-rms-block", "Linear o RMSNorm: composed vs deferred accuracy");
+  compare->add_option("--dtypes", compare_opts.dtypes, "storage dtypes")->delimiter(',');
+  compare->add_option("--generators", compare_opts.generators, "normal, cancel, wide")->delimiter(',');
+  compare->add_option("--cases", compare_opts.cases, "cases per generator and dtype")->check(CLI::Range(1, 100000));
+  compare->add_option("--seed", compare_opts.seed, "seed");
+  compare->add_option("--out", compare_opts.out, "JSON output file");
   normcheck::cli::BoundsOptions bounds_opts;
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
   add_bounds_options(*bounds, bounds_opts);
@@ -90,6 +97,7 @@ int main(int argc, char** argv) {
     if (*list) return normcheck::cli::list_command();
     if (*search) return normcheck::cli::search_command(search_opts);
     if (*bounds) return normcheck::cli::bounds_command(bounds_opts);
+    if (*compare) return normcheck::cli::compare_rms_block_command(compare_opts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return normcheck::cli::kExitBadInput;

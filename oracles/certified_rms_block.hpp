@@ -1,0 +1,26 @@
+#pragma once
+/// Certified reference of the block Linear o RMSNorm (forward y and input cotangent dx).
+#include <vector>
+
+#include "core/certified_value.hpp"
+#include "core/rmsnorm_case.hpp"
+
+namespace normcheck::oracle {
+
+struct CertifiedRmsBlock {
+  std::vector<CertifiedValue> y;   ///< rows * m
+  std::vector<CertifiedValue> dx;  ///< rows * n
+  std::vector<double> cancellation;  ///< per dx element: (|t1| + |t2|) / |t1 - t2| of the deferred form
+  int precision_bits = 0;
+  double max_err_ulps = 0;
+  bool certified = false;
+};
+
+CertifiedRmsBlock evaluate_rms_block_mpfi50(const RmsBlockCase& c);
+CertifiedRmsBlock evaluate_rms_block_mpfi150(const RmsBlockCase& c);
+CertifiedRmsBlock evaluate_rms_block_mpfi400(const RmsBlockCase& c);
+
+/// Escalates 168 -> 500 -> 1330 bits until every output is within 1e-3 ULP of the case dtype.
+CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c);
+
+}  // namespace normcheck::oracle
