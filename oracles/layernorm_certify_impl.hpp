@@ -132,25 +132,29 @@ CertifiedRmsBlock evaluate_rms_block(const RmsBlockCase& c, int precision_bits) 
 
 }  // namespace normcheck::oracle::detail
 
-/// Defines evaluate_layernorm_mpfi<Digits>(): the oracle on an MPFI type of Digits decimal digits.
-#define NORMCHECK_DEFINE_MPFI_LAYERNORM_ORACLE(Digits)                                                \
-  namespace normcheck::oracle {                                                                    \
-  CertifiedLayerNorm evaluate_layernorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {       \
-    using Interval = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<Digits>, \
-                                                   boost::multiprecision::et_off>;                 \
-    const int bits = static_cast<int>(mpfi_get_prec(Interval(0).backend().data()));                \
-    return detail::evaluate<Interval>(c, with_vjp, bits);                                          \
-  }                                                                                                \
-  CertifiedLayerNorm evaluate_rmsnorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {         \
-    using Interval = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<Digits>, \
-                                                   boost::multiprecision::et_off>;                 \
-    const int bits = static_cast<int>(mpfi_get_prec(Interval(0).backend().data()));                \
-    return detail::evaluate_rms<Interval>(c, with_vjp, bits);                                      \
-  }                                                                                                \
-  CertifiedRmsBlock evaluate_rms_block_mpfi##Digits(const RmsBlockCase& c) {                       \
-    using Interval = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<Digits>, \
-                                                   boost::multiprecision::et_off>;                 \
-    const int bits = static_cast<int>(mpfi_get_prec(Interval(0).backend().data()));                \
-    return detail::evaluate_rms_block<Interval>(c, bits);                                          \
-  }                                                                                                \
+namespace normcheck::oracle::detail {
+
+/// The MPFI scalar of Digits decimal digits (expression templates off) and its precision in bits.
+template <unsigned Digits>
+using MpfiInterval = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<Digits>,
+                                                  boost::multiprecision::et_off>;
+template <unsigned Digits>
+int mpfi_bits() {
+  return static_cast<int>(mpfi_get_prec(MpfiInterval<Digits>(0).backend().data()));
+}
+
+}  // namespace normcheck::oracle::detail
+
+/// Defines the three oracle entry points on the MPFI type of Digits decimal digits.
+#define NORMCHECK_DEFINE_MPFI_LAYERNORM_ORACLE(Digits)                                             \
+  namespace normcheck::oracle {                                                                 \
+  CertifiedLayerNorm evaluate_layernorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {    \
+    return detail::evaluate<detail::MpfiInterval<Digits>>(c, with_vjp, detail::mpfi_bits<Digits>()); \
+  }                                                                                             \
+  CertifiedLayerNorm evaluate_rmsnorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {      \
+    return detail::evaluate_rms<detail::MpfiInterval<Digits>>(c, with_vjp, detail::mpfi_bits<Digits>()); \
+  }                                                                                             \
+  CertifiedRmsBlock evaluate_rms_block_mpfi##Digits(const RmsBlockCase& c) {                    \
+    return detail::evaluate_rms_block<detail::MpfiInterval<Digits>>(c, detail::mpfi_bits<Digits>()); \
+  }                                                                                             \
   }

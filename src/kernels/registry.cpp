@@ -2,23 +2,10 @@
 
 #include "kernels/layernorm.hpp"
 #include "kernels/rmsnorm.hpp"
+#include "kernels/storage_io.hpp"
 
 namespace normcheck {
 namespace {
-
-template <class S>
-std::vector<S> to_storage(const std::vector<double>& v) {
-  std::vector<S> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = dtype_traits<S>::from_double(v[i]);
-  return out;
-}
-
-template <class S>
-std::vector<double> to_double(const std::vector<S>& v) {
-  std::vector<double> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = dtype_traits<S>::to_double(v[i]);
-  return out;
-}
 
 template <class S, class Fwd>
 KernelOutputs run_forward(Fwd fwd, const LayerNormCase& c) {

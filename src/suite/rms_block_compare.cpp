@@ -5,6 +5,7 @@
 
 #include "core/rng.hpp"
 #include "kernels/rms_block.hpp"
+#include "kernels/storage_io.hpp"
 #include "oracles/certified_rms_block.hpp"
 #include "properties/generators.hpp"
 
@@ -15,20 +16,6 @@ namespace {
 struct BlockOutputs {
   std::vector<double> y_composed, y_deferred, dx_composed, dx_deferred;
 };
-
-template <class S>
-std::vector<S> to_storage(const std::vector<double>& v) {
-  std::vector<S> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = dtype_traits<S>::from_double(v[i]);
-  return out;
-}
-
-template <class S>
-std::vector<double> to_double(const std::vector<S>& v) {
-  std::vector<double> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = dtype_traits<S>::to_double(v[i]);
-  return out;
-}
 
 template <class S>
 BlockOutputs run_block(const RmsBlockCase& c) {
