@@ -52,7 +52,8 @@ RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, in
   const double s = nn * v;  // sum of squares, upper bound
   Units us = u;
   us.ua = ru.u_sum;
-  const double e_s = compose(sum_gamma(c.n, us), ru.u_sum) * s + nn * ru.eta_sum;
+  // The squares' underflow errors also pass through the n - 1 additions (finding 27).
+  const double e_s = compose(sum_gamma(c.n, us), ru.u_sum) * s + nn * ru.eta_sum * (1 + sum_gamma(c.n, us));
   const double e_ms = (e_s + division_error(c.n, u) * (s + e_s)) / nn + u.eta_a;
   RmsRow row;
   row.rstd = (ref.rstd[i] + ref.rstd_rad[i]) * (1 + kRel);
@@ -62,11 +63,12 @@ RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, in
   if (ru.rstd_extra > 0) {  // r rounded to bf16: relative u, plus eta / r where r is subnormal in bf16
     const double r_low = std::max(0.0, (ref.rstd[i] - ref.rstd_rad[i]) * (1 - kRel)) * (1 - d);
     row.delta_r = r_low > 0 ? compose(d, ru.rstd_extra) + kEtaBf16 / r_low : kInf;
-    rounding_overflows = row.rstd * (1 + d) >= dtype_info(DType::bf16).max_finite;
+    rounding_overflows = std::isfinite(d) && row.rstd * (1 + d) >= dtype_info(DType::bf16).max_finite;
   }
   if (round_to_dtype(c.eps, m.accum) == 0) row.regime |= kRegimeEpsVanishes;
   const bool void_rstd = !(d < kInf);
-  if (s * growth(nn + 1, ru.u_sum) >= ru.max_sum || (void_rstd && (row.regime & kRegimeEpsVanishes)) || rounding_overflows ||
+  // A mean of squares beyond double's range (var = inf) is an overflow too (finding 28).
+  if (!std::isfinite(s) || s * growth(nn + 1, ru.u_sum) >= ru.max_sum || (void_rstd && (row.regime & kRegimeEpsVanishes)) || rounding_overflows ||
       (!void_rstd && row.rstd * (1 + row.delta_r) >= u.max_a))
     row.regime |= kRegimeOverflow;
   const double* x = &c.x[static_cast<size_t>(i * c.n)];
