@@ -1,5 +1,7 @@
 #include "kernels/registry.hpp"
 
+#include <type_traits>
+
 #include "kernels/layernorm.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "kernels/storage_io.hpp"
@@ -7,54 +9,47 @@
 namespace normcheck {
 namespace {
 
+/// Runs a forward kernel: LayerNorm kernels take (x, gamma, beta, ...), RMSNorm ones (x, g, ...).
 template <class S, class Fwd>
 KernelOutputs run_forward(Fwd fwd, const LayerNormCase& c) {
   const auto x = to_storage<S>(c.x), g = to_storage<S>(c.gamma), b = to_storage<S>(c.beta);
   std::vector<S> y(x.size());
-  fwd(x.data(), g.data(), b.data(), c.rows, c.n, c.eps, y.data());
+  if constexpr (std::is_invocable_v<Fwd, const S*, const S*, const S*, int64_t, int64_t, double, S*>)
+    fwd(x.data(), g.data(), b.data(), c.rows, c.n, c.eps, y.data());
+  else
+    fwd(x.data(), g.data(), c.rows, c.n, c.eps, y.data());
   return KernelOutputs{to_double(y), {}, {}, {}};
 }
 
+/// Runs a backward kernel: LayerNorm returns (dx, dgamma, dbeta), RMSNorm (dx, dg).
 template <class S, class Bwd>
 KernelOutputs run_backward(Bwd bwd, const LayerNormCase& c) {
   const auto x = to_storage<S>(c.x), g = to_storage<S>(c.gamma), dy = to_storage<S>(c.dy);
   std::vector<S> dx(x.size()), dg(g.size()), db(g.size());
-  bwd(x.data(), g.data(), dy.data(), c.rows, c.n, c.eps, dx.data(), dg.data(), db.data());
-  return KernelOutputs{{}, to_double(dx), to_double(dg), to_double(db)};
+  constexpr bool layernorm =
+      std::is_invocable_v<Bwd, const S*, const S*, const S*, int64_t, int64_t, double, S*, S*, S*>;
+  if constexpr (layernorm) {
+    bwd(x.data(), g.data(), dy.data(), c.rows, c.n, c.eps, dx.data(), dg.data(), db.data());
+    return KernelOutputs{{}, to_double(dx), to_double(dg), to_double(db)};
+  } else {
+    bwd(x.data(), g.data(), dy.data(), c.rows, c.n, c.eps, dx.data(), dg.data());
+    return KernelOutputs{{}, to_double(dx), to_double(dg), {}};
+  }
 }
 
+/// Registers the forward and backward kernel of one variant (LayerNorm or RMSNorm ops).
 template <class S, class A, class Fwd, class Bwd>
-void add_pair(std::vector<KernelEntry>& out, const char* variant, bool weak, Fwd fwd, Bwd bwd) {
+void add_pair(std::vector<KernelEntry>& out, const char* variant, bool weak, Fwd fwd, Bwd bwd, bool rms = false) {
   const DType s = dtype_traits<S>::id, a = dtype_traits<A>::id;
-  out.push_back({"builtin", variant, Op::layernorm_forward, s, a, weak,
+  out.push_back({"builtin", variant, rms ? Op::rmsnorm_forward : Op::layernorm_forward, s, a, weak,
                  [fwd](const LayerNormCase& c) { return run_forward<S>(fwd, c); }});
-  out.push_back({"builtin", variant, Op::layernorm_backward, s, a, weak,
+  out.push_back({"builtin", variant, rms ? Op::rmsnorm_backward : Op::layernorm_backward, s, a, weak,
                  [bwd](const LayerNormCase& c) { return run_backward<S>(bwd, c); }});
-}
-
-template <class S, class Fwd>
-KernelOutputs run_rms_forward(Fwd fwd, const LayerNormCase& c) {
-  const auto x = to_storage<S>(c.x), g = to_storage<S>(c.gamma);
-  std::vector<S> y(x.size());
-  fwd(x.data(), g.data(), c.rows, c.n, c.eps, y.data());
-  return KernelOutputs{to_double(y), {}, {}, {}};
-}
-
-template <class S, class Bwd>
-KernelOutputs run_rms_backward(Bwd bwd, const LayerNormCase& c) {
-  const auto x = to_storage<S>(c.x), g = to_storage<S>(c.gamma), dy = to_storage<S>(c.dy);
-  std::vector<S> dx(x.size()), dg(g.size());
-  bwd(x.data(), g.data(), dy.data(), c.rows, c.n, c.eps, dx.data(), dg.data());
-  return KernelOutputs{{}, to_double(dx), to_double(dg), {}};
 }
 
 template <class S, class A, class Fwd, class Bwd>
 void add_rms_pair(std::vector<KernelEntry>& out, const char* variant, bool weak, Fwd fwd, Bwd bwd) {
-  const DType s = dtype_traits<S>::id, a = dtype_traits<A>::id;
-  out.push_back({"builtin", variant, Op::rmsnorm_forward, s, a, weak,
-                 [fwd](const LayerNormCase& c) { return run_rms_forward<S>(fwd, c); }});
-  out.push_back({"builtin", variant, Op::rmsnorm_backward, s, a, weak,
-                 [bwd](const LayerNormCase& c) { return run_rms_backward<S>(bwd, c); }});
+  add_pair<S, A>(out, variant, weak, fwd, bwd, true);
 }
 
 template <class S>
