@@ -98,6 +98,7 @@ void ensure_parent_dir(const std::string& path) {
 }  // namespace
 
 int run_command(const RunOptions& o, const std::string& command_line) {
+  install_signal_handlers();  // first, so that an early SIGTERM still ends in a report
   RunConfig cfg;
   try {
     cfg = build_config(o);
@@ -108,7 +109,6 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   ensure_parent_dir(o.out);
   cfg.journal_path = o.out + ".failures.jsonl";
   std::filesystem::remove(cfg.journal_path);
-  install_signal_handlers();
   RunMetadata meta{utc_now(), "", command_line};
   const RunResult result = run_suite(cfg, progress_printer());
   meta.end_time = utc_now();
