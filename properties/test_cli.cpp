@@ -141,7 +141,7 @@ TEST(Cli, ExitOneWhenTheHarnessFailsToCatchAWeakKernel) {
 TEST(Cli, InterruptedRunStillWritesAValidPartialReport) {
   const fs::path report = scratch() / "interrupted.json";
   const std::string cmd = "timeout -s TERM 3 " + std::string(NORMCHECK_BINARY) +
-                          " run --quiet --cases 100000 --max-elements 256 --out " + report.string() + " >/dev/null 2>&1";
+                          " run --quiet --cases 5000 --max-elements 256 --out " + report.string() + " >/dev/null 2>&1";
   std::system(cmd.c_str());
   ASSERT_TRUE(fs::exists(report));
   const auto j = load(report);
