@@ -25,7 +25,6 @@ struct Partial {
 };
 
 struct ItemResult {
-  bool done = false;
   /// The oracle of each op family present (key: is RMSNorm).
   struct OracleInfo {
     double err_ulps = 0;
@@ -43,12 +42,16 @@ bool selected(const std::vector<std::string>& list, const std::string& v) {
   return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
 }
 
-std::vector<WorkItem> plan_items(const RunConfig& cfg) {
-  std::vector<WorkItem> items;
-  for (DType dt : cfg.dtypes)
-    for (size_t g = 0; g < cfg.generators.size(); ++g)
-      for (int64_t k = 0; k < cfg.cases_per_generator; ++k) items.push_back({dt, g, k});
-  return items;
+/// Number of work items: dtypes x generators x cases, in that (dtype-major) order.
+size_t item_count(const RunConfig& cfg) {
+  return cfg.dtypes.size() * cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator);
+}
+
+/// The i-th work item, computed rather than stored (runs may plan millions of cases).
+WorkItem item_at(const RunConfig& cfg, size_t i) {
+  const size_t cases = static_cast<size_t>(cfg.cases_per_generator);
+  const size_t per_dtype = cfg.generators.size() * cases;
+  return {cfg.dtypes[i / per_dtype], (i % per_dtype) / cases, static_cast<int64_t>(i % cases)};
 }
 
 /// Records in a fixed order: dtype, generator, kernel, output.
@@ -120,7 +123,6 @@ ItemResult run_item(const RunConfig& cfg, const WorkItem& w, const std::vector<c
       r.partials.push_back({index.at({k, w.generator_index, j.output}), std::move(j)});
     }
   }
-  r.done = true;
   return r;
 }
 
@@ -191,36 +193,38 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t> index;
   RunResult result;
   result.records = plan_records(cfg, kernels, index);
-  const std::vector<WorkItem> items = plan_items(cfg);
-  result.cases_planned = static_cast<int64_t>(items.size());
-  std::vector<ItemResult> done(items.size());
+  const size_t total = item_count(cfg);
+  result.cases_planned = static_cast<int64_t>(total);
+  // Finished items wait in `pending` until every earlier item is merged: records are merged in
+  // case order whatever the thread timing, and memory stays O(threads), not O(cases).
+  std::map<size_t, ItemResult> pending;
+  size_t cursor = 0;
   std::atomic<size_t> next{0};
-  std::atomic<int64_t> finished{0};
-  std::mutex journal_mu, progress_mu;
+  std::mutex journal_mu, merge_mu;
+  auto merge_one = [&](size_t i, const ItemResult& item) {
+    ++result.cases_done;
+    for (const auto& [family, o] : item.oracle)
+      result.max_oracle_precision_bits = std::max(result.max_oracle_precision_bits, o.bits);
+    merge_item(item_at(cfg, i), static_cast<int64_t>(i), cfg, item, result.records);
+  };
   auto worker = [&] {
-    for (size_t i; !stop_requested() && (i = next++) < items.size();) {
-      done[i] = run_item(cfg, items[i], kernels, index, journal_mu);
-      const int64_t f = ++finished;
-      if (progress) {
-        std::lock_guard<std::mutex> lock(progress_mu);
-        progress(f, result.cases_planned);
+    for (size_t i; !stop_requested() && (i = next++) < total;) {
+      ItemResult item = run_item(cfg, item_at(cfg, i), kernels, index, journal_mu);
+      std::lock_guard<std::mutex> lock(merge_mu);
+      pending.emplace(i, std::move(item));
+      for (auto it = pending.find(cursor); it != pending.end(); it = pending.find(++cursor)) {
+        merge_one(cursor, it->second);
+        pending.erase(it);
       }
+      if (progress) progress(result.cases_done + static_cast<int64_t>(pending.size()), result.cases_planned);
     }
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < std::max(1, cfg.threads); ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (!done[i].done) {
-      result.interrupted = true;
-      continue;
-    }
-    ++result.cases_done;
-    for (const auto& [family, o] : done[i].oracle)
-      result.max_oracle_precision_bits = std::max(result.max_oracle_precision_bits, o.bits);
-    merge_item(items[i], static_cast<int64_t>(i), cfg, done[i], result.records);
-  }
+  for (const auto& [i, item] : pending) merge_one(i, item);  // after a gap left by an interruption
+  result.interrupted = result.cases_done < result.cases_planned;
   result.flag_checks = evaluate_flags(cfg, result.records);
   return result;
 }
