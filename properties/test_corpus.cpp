@@ -13,7 +13,9 @@ using namespace normcheck;
 
 namespace {
 
-std::string corpus_path() { return std::string(NORMCHECK_SOURCE_DIR) + "/properties/corpus/layernorm.txt"; }
+std::string corpus_path(const char* name = "layernorm") {
+  return std::string(NORMCHECK_SOURCE_DIR) + "/properties/corpus/" + name + ".txt";
+}
 
 }  // namespace
 
@@ -25,6 +27,19 @@ TEST(Corpus, EveryCaseStaysWithinItsOwnBoundAndReproducesItsRatio) {
     const std::string what = corpus_line(e).substr(0, 90);
     EXPECT_LE(ratio, 1.0) << what;
     EXPECT_NEAR(ratio, e.ratio, 1e-5 * std::max(1.0, e.ratio)) << what;
+  }
+}
+
+TEST(Corpus, RmsNormCasesStayWithinTheirOwnBoundsAndReproduce) {
+  // Written by: normcheck search --ops rmsnorm_forward,rmsnorm_backward --kernels rms,rms_sumsq_storage,
+  //   rms_invrms_bf16,rms_xr_bf16,rms_dg_bf16 --dtypes f16,bf16,f32,f64 --rows 3 --n 16 --restarts 7
+  //   --iterations 700 --seed 2028 --out properties/corpus/rmsnorm.txt
+  const auto entries = read_corpus(corpus_path("rmsnorm"));
+  ASSERT_GE(entries.size(), 54u) << "corpus lost cases";
+  for (const CorpusEntry& e : entries) {
+    const double ratio = own_bound_ratio(e.op, e.variant, e.c, nullptr, e.output);
+    EXPECT_LE(ratio, 1.0) << corpus_line(e).substr(0, 90);
+    EXPECT_NEAR(ratio, e.ratio, 1e-5 * std::max(1.0, e.ratio)) << corpus_line(e).substr(0, 90);
   }
 }
 

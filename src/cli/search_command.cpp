@@ -30,7 +30,10 @@ int search_command(const SearchOptions& o) {
   for (Op op : ops)
     for (const auto& variant : o.variants)
       for (DType dt : dtypes) {
-        if (variant == "two_pass_storage_accum" && (dt == DType::f32 || dt == DType::f64)) continue;
+        const bool exists = std::any_of(builtin_kernels().begin(), builtin_kernels().end(), [&](const KernelEntry& k) {
+          return k.op == op && k.variant == variant && k.storage == dt;
+        });
+        if (!exists) continue;  // e.g. storage-precision accumulation in f32/f64, RMSNorm variants for LayerNorm ops
         for (const std::string& output : op_outputs(op)) {
         SearchConfig cfg{op, variant, dt, o.rows, o.n, o.seed, o.restarts, o.iterations, output};
         const SearchResult r = search_worst_case(cfg);
