@@ -47,8 +47,9 @@ TEST(Corpus, SoundForwardBoundsAreTightToAtLeastATenth) {
   // Tightness target of issue 3: the search reaches >= 0.1 of the f32 and f64 forward bounds.
   for (const CorpusEntry& e : read_corpus(corpus_path())) {
     const bool sound = !(e.variant == "one_pass" || e.variant == "two_pass_storage_accum");
-    if (e.op == Op::layernorm_forward && sound && (e.c.dtype == DType::f32 || e.c.dtype == DType::f64))
+    if (e.op == Op::layernorm_forward && sound && (e.c.dtype == DType::f32 || e.c.dtype == DType::f64)) {
       EXPECT_GE(e.ratio, 0.1) << corpus_line(e).substr(0, 90);
+    }
   }
 }
 

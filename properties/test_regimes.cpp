@@ -12,9 +12,9 @@ using namespace normcheck;
 namespace {
 
 const KernelEntry& kernel(const std::string& variant, DType dt, Op op = Op::layernorm_forward) {
-  for (const KernelEntry& k : builtin_kernels())
-    if (k.variant == variant && k.storage == dt && k.op == op) return k;
-  throw std::logic_error("no kernel " + variant);
+  const KernelEntry* k = find_kernel(op, variant, dt);
+  if (!k) throw std::logic_error("no kernel " + variant);
+  return *k;
 }
 
 LayerNormCase constant_rows(DType dt, double value, double eps, int64_t rows, int64_t n) {

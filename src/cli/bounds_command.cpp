@@ -12,10 +12,10 @@
 namespace normcheck::cli {
 namespace {
 
-const KernelEntry* find_kernel(const BoundsOptions& o) {
-  for (const KernelEntry& k : builtin_kernels())
-    if (op_name(k.op) == o.op && k.variant == o.variant && dtype_info(k.storage).name == o.dtype) return &k;
-  return nullptr;
+const KernelEntry* kernel_of(const BoundsOptions& o) {
+  const auto op = parse_op(o.op);
+  const auto dtype = parse_dtype(o.dtype);
+  return op && dtype ? find_kernel(*op, o.variant, *dtype) : nullptr;
 }
 
 /// Summary of a bound vector on the sample: max, median, max relative to |value|, void count.
@@ -65,7 +65,7 @@ void print_text(const nlohmann::json& j) {
 }  // namespace
 
 int bounds_command(const BoundsOptions& o) {
-  const KernelEntry* k = find_kernel(o);
+  const KernelEntry* k = kernel_of(o);
   if (!k || !gen::is_row_generator(o.generator)) {
     std::fprintf(stderr, "normcheck: error: no kernel '%s' for op '%s' and dtype '%s', or unknown generator '%s'\n",
                  o.variant.c_str(), o.op.c_str(), o.dtype.c_str(), o.generator.c_str());

@@ -22,12 +22,12 @@ const nlohmann::json& record_at(const nlohmann::json& report, int64_t index) {
 }
 
 const KernelEntry& kernel_for(const nlohmann::json& rec) {
-  for (const KernelEntry& k : builtin_kernels())
-    if (op_name(k.op) == rec.at("op").get<std::string>() && k.variant == rec.at("variant").get<std::string>() &&
-        dtype_info(k.storage).name == rec.at("storage").get<std::string>() &&
-        dtype_info(k.accum).name == rec.at("accum").get<std::string>())
-      return k;
-  throw std::invalid_argument("record names a kernel this build does not have");
+  const auto op = parse_op(rec.at("op").get<std::string>());
+  const auto storage = parse_dtype(rec.at("storage").get<std::string>());
+  const KernelEntry* k = op && storage ? find_kernel(*op, rec.at("variant").get<std::string>(), *storage) : nullptr;
+  if (!k || dtype_info(k->accum).name != rec.at("accum").get<std::string>())
+    throw std::invalid_argument("record names a kernel this build does not have");
+  return *k;
 }
 
 /// The worst case's inputs: inline when present, else regenerated from its seed and checked by digest.

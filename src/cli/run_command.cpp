@@ -23,11 +23,8 @@ struct UsageError : std::invalid_argument {
 };
 
 void check_variants(const std::vector<std::string>& variants) {
-  for (const auto& v : variants) {
-    const bool known = std::any_of(builtin_kernels().begin(), builtin_kernels().end(),
-                                   [&](const KernelEntry& k) { return k.variant == v; });
-    if (!known) throw UsageError(fmt::format("unknown kernel variant '{}' (see normcheck list)", v));
-  }
+  for (const auto& v : variants)
+    if (!is_kernel_variant(v)) throw UsageError(fmt::format("unknown kernel variant '{}' (see normcheck list)", v));
 }
 
 void apply_shape_options(const RunOptions& o, RunConfig& cfg) {

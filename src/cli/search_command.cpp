@@ -18,7 +18,7 @@ int search_command(const SearchOptions& o) {
     if (o.rows < 1 || o.n < 1 || o.rows * o.n > 65536)
       throw std::invalid_argument(fmt::format("shape {}x{} must have 1 <= rows*n <= 65536", o.rows, o.n));
     for (const auto& v : o.variants)
-      if (std::none_of(builtin_kernels().begin(), builtin_kernels().end(), [&](const KernelEntry& k) { return k.variant == v; }))
+      if (!is_kernel_variant(v))
         throw std::invalid_argument(fmt::format("unknown kernel variant '{}'", v));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
@@ -30,10 +30,7 @@ int search_command(const SearchOptions& o) {
   for (Op op : ops)
     for (const auto& variant : o.variants)
       for (DType dt : dtypes) {
-        const bool exists = std::any_of(builtin_kernels().begin(), builtin_kernels().end(), [&](const KernelEntry& k) {
-          return k.op == op && k.variant == variant && k.storage == dt;
-        });
-        if (!exists) continue;  // e.g. storage-precision accumulation in f32/f64, RMSNorm variants for LayerNorm ops
+        if (!find_kernel(op, variant, dt)) continue;  // e.g. storage-precision accumulation in f32/f64, RMSNorm variants for LayerNorm ops
         for (const std::string& output : op_outputs(op)) {
         SearchConfig cfg{op, variant, dt, o.rows, o.n, o.seed, o.restarts, o.iterations, output};
         const SearchResult r = search_worst_case(cfg);

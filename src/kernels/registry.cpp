@@ -98,6 +98,18 @@ std::optional<Op> parse_op(std::string_view name) {
   return std::nullopt;
 }
 
+const KernelEntry* find_kernel(Op op, std::string_view variant, DType storage) {
+  for (const KernelEntry& k : builtin_kernels())
+    if (k.op == op && k.variant == variant && k.storage == storage) return &k;
+  return nullptr;
+}
+
+bool is_kernel_variant(std::string_view variant) {
+  for (const KernelEntry& k : builtin_kernels())
+    if (k.variant == variant) return true;
+  return false;
+}
+
 const std::vector<KernelEntry>& builtin_kernels() {
   static const std::vector<KernelEntry> table = [] {
     std::vector<KernelEntry> out;

@@ -43,4 +43,10 @@ struct KernelEntry {
 /// forward and backward, for the 4 dtypes.
 const std::vector<KernelEntry>& builtin_kernels();
 
+/// The built-in kernel of (op, variant, storage), or nullptr when there is none.
+const KernelEntry* find_kernel(Op op, std::string_view variant, DType storage);
+
+/// True if some built-in kernel has this variant name.
+bool is_kernel_variant(std::string_view variant);
+
 }  // namespace normcheck

@@ -47,14 +47,18 @@ OutputJudgement judge_tensor(const std::string& name, const std::vector<double>&
   for (size_t i = 0; i < got.size(); ++i) {
     ElementError e = measure_element(got[i], ref[i], dtype, verdict.bound[i] * max_ratio);
     e.regime = verdict.regime[i];
-    const double before = j.acc.max_bound_ratio();
     j.acc.add(e, static_cast<int64_t>(i));
-    if (e.bound_ratio > before) j.worst = {static_cast<int64_t>(i), got[i], ref[i], verdict.bound[i], e};
     if (own) {
       ElementError o = measure_element(got[i], ref[i], dtype, own->bound[i] * max_ratio);
       o.regime = own->regime[i];
       j.own.add(o, static_cast<int64_t>(i));
     }
+  }
+  if (const int64_t w = j.acc.worst_index(); w >= 0) {  // the accumulator's worst, with its values
+    const auto k = static_cast<size_t>(w);
+    ElementError e = measure_element(got[k], ref[k], dtype, verdict.bound[k] * max_ratio);
+    e.regime = verdict.regime[k];
+    j.worst = {w, got[k], ref[k], verdict.bound[k], e};
   }
   if (!own) j.own = j.acc;
   j.failed = j.acc.bound_violations() > 0;

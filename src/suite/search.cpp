@@ -10,10 +10,11 @@
 namespace normcheck {
 namespace {
 
-const KernelEntry& find_kernel(Op op, const std::string& variant, DType dt) {
-  for (const KernelEntry& k : builtin_kernels())
-    if (k.op == op && k.variant == variant && k.storage == dt) return k;
-  throw std::invalid_argument("no kernel '" + variant + "' for " + std::string(dtype_info(dt).name));
+/// The kernel a search names; throws std::invalid_argument when the build has none.
+const KernelEntry& searched_kernel(Op op, const std::string& variant, DType dt) {
+  const KernelEntry* k = find_kernel(op, variant, dt);
+  if (!k) throw std::invalid_argument("no kernel '" + variant + "' for " + std::string(dtype_info(dt).name));
+  return *k;
 }
 
 /// Generators the restarts cycle through (the adversarial starting points).
@@ -67,7 +68,7 @@ void mutate(LayerNormCase& c, Rng& rng, bool backward) {
 
 double own_bound_ratio(Op op, const std::string& variant, const LayerNormCase& c, std::string* output,
                        const std::string& only_output) {
-  const KernelEntry& k = find_kernel(op, variant, c.dtype);
+  const KernelEntry& k = searched_kernel(op, variant, c.dtype);
   const auto ref = certified_reference(op, c, is_backward(op));
   double best = 0;
   for (const OutputJudgement& j : judge_case(k, c, ref)) {
@@ -82,7 +83,7 @@ double own_bound_ratio(Op op, const std::string& variant, const LayerNormCase& c
 }
 
 SearchResult search_worst_case(const SearchConfig& cfg) {
-  find_kernel(cfg.op, cfg.variant, cfg.dtype);  // validates the request
+  searched_kernel(cfg.op, cfg.variant, cfg.dtype);  // validates the request
   Rng rng(cfg.seed);
   SearchResult result;
   result.best.op = cfg.op;
