@@ -1,5 +1,6 @@
 #pragma once
-/// Certified reference of the block Linear o RMSNorm (forward y and input cotangent dx).
+/// Certified reference of the block Linear o RMSNorm: forward y, the VJP (dx, dW, dg), and the
+/// row statistics with certified radii (for the a priori bounds).
 #include <vector>
 
 #include "core/certified_value.hpp"
@@ -10,6 +11,10 @@ namespace normcheck::oracle {
 struct CertifiedRmsBlock {
   std::vector<CertifiedValue> y;   ///< rows * m
   std::vector<CertifiedValue> dx;  ///< rows * n
+  std::vector<CertifiedValue> dw;  ///< m * n, summed over rows
+  std::vector<CertifiedValue> dg;  ///< n, summed over rows
+  std::vector<double> ms, ms_rad;      ///< mean(x^2) per row: nearest double, certified distance
+  std::vector<double> rstd, rstd_rad;  ///< r = (mean(x^2) + eps)^(-1/2) per row
   std::vector<double> cancellation;  ///< per dx element: (|t1| + |t2|) / |t1 - t2| of the deferred form
   int precision_bits = 0;
   double max_err_ulps = 0;

@@ -84,13 +84,9 @@ CertifiedLayerNorm evaluate_rms(const LayerNormCase& c, bool with_vjp, int preci
   const RmsBlockCase rc = rms_case_of(c);
   out.y = certify_all(rmsnorm_forward<Interval>(rc), c.dtype, out);
   const std::vector<Interval> r = rms_reciprocal<Interval>(rc);
-  std::vector<Interval> ms(r.size(), Interval(0)), zero(r.size(), Interval(0));
-  for (int64_t i = 0; i < c.rows; ++i) {
-    for (int64_t j = 0; j < c.n; ++j) ms[i] += Interval(c.x[i * c.n + j]) * Interval(c.x[i * c.n + j]);
-    ms[i] /= Interval(static_cast<double>(c.n));
-  }
+  const std::vector<Interval> zero(r.size(), Interval(0));
   mids(zero, out.mean, out.mean_rad);
-  mids(ms, out.var, out.var_rad);
+  mids(mean_of_squares<Interval>(rc), out.var, out.var_rad);
   mids(r, out.rstd, out.rstd_rad);
   if (with_vjp) {
     std::vector<Interval> dg;
@@ -110,7 +106,11 @@ CertifiedRmsBlock evaluate_rms_block(const RmsBlockCase& c, int precision_bits) 
   out.y = certify_all(linear_rmsnorm_forward_composed<Interval>(c), c.dtype, acc);
   std::vector<Interval> dw, dg;
   out.dx = certify_all(linear_rmsnorm_vjp_composed<Interval>(c, dw, dg), c.dtype, acc);
+  out.dw = certify_all(dw, c.dtype, acc);
+  out.dg = certify_all(dg, c.dtype, acc);
   const auto r = rms_reciprocal<Interval>(c);
+  mids(r, out.rstd, out.rstd_rad);
+  mids(mean_of_squares<Interval>(c), out.ms, out.ms_rad);
   RmsBlockCase no_bias = c;
   no_bias.b.clear();
   const auto y = linear_rmsnorm_forward_deferred<Interval>(no_bias);

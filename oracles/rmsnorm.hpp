@@ -14,15 +14,23 @@
 
 namespace normcheck::oracle {
 
-/// Per-row reciprocal RMS r = (mean(x^2) + eps)^(-1/2).
+/// Per-row mean of squares mean(x^2).
 template <class Real>
-std::vector<Real> rms_reciprocal(const RmsBlockCase& c) {
-  std::vector<Real> r(static_cast<size_t>(c.rows));
+std::vector<Real> mean_of_squares(const RmsBlockCase& c) {
+  std::vector<Real> ms(static_cast<size_t>(c.rows));
   for (int64_t i = 0; i < c.rows; ++i) {
     Real ss(0);
     for (int64_t j = 0; j < c.n; ++j) ss += Real(c.x[i * c.n + j]) * Real(c.x[i * c.n + j]);
-    r[i] = Real(1) / sqrt(ss / Real(static_cast<double>(c.n)) + Real(c.eps));
+    ms[i] = ss / Real(static_cast<double>(c.n));
   }
+  return ms;
+}
+
+/// Per-row reciprocal RMS r = (mean(x^2) + eps)^(-1/2).
+template <class Real>
+std::vector<Real> rms_reciprocal(const RmsBlockCase& c) {
+  std::vector<Real> r = mean_of_squares<Real>(c);
+  for (Real& v : r) v = Real(1) / sqrt(v + Real(c.eps));
   return r;
 }
 

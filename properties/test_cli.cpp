@@ -44,8 +44,11 @@ Outcome normcheck(const std::string& args) {
 nlohmann::json load(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
 
 /// Records without the replay command (which names the report path).
+/// Every record of the run (per-op records and block records), without the path-dependent replay line.
 nlohmann::json comparable_records(const nlohmann::json& report) {
   nlohmann::json r = report.at("records");
+  if (!report.at("rms_block").is_null())
+    for (const auto& rec : report.at("rms_block").at("records")) r.push_back(rec);
   for (auto& rec : r)
     if (!rec.at("worst_case").is_null()) rec["worst_case"].erase("replay");
   return r;
@@ -185,17 +188,52 @@ TEST(Cli, SearchReportsRatiosAndWritesACorpus) {
   EXPECT_EQ(normcheck("search --rows 0").exit_code, 2);
 }
 
-TEST(Cli, CompareRmsBlockReportsBothFormsPerDtypeWithACertifiedOracle) {
+TEST(Cli, RunJudgesTheBlockFormsPerDtypeFlagsTheDefectAndReplaysBlockRecords) {
   const fs::path out = scratch() / "block.json";
-  const Outcome o = normcheck("compare-rms-block --cases 1 --out " + out.string());
+  const Outcome o = normcheck("run --ops linear_rmsnorm --block-cases 1 --threads 2 --out " + out.string());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("composed vs deferred"), std::string::npos);
   const auto j = load(out);
-  ASSERT_EQ(j.at("rows").size(), 16u);  // 4 dtypes x {composed, deferred} x {y, dx}
-  for (const auto& r : j.at("rows")) {
+  EXPECT_TRUE(j.at("records").empty());
+  const auto& b = j.at("rms_block");
+  EXPECT_TRUE(b.at("passed").get<bool>());
+  ASSERT_EQ(b.at("records").size(), 4u * 4u * 3u * 4u);  // dtypes x generators x variants x outputs
+  ASSERT_EQ(b.at("comparison").size(), 4u * 3u * 4u);
+  int64_t flagged = 0;
+  for (const auto& r : b.at("records")) {
     EXPECT_EQ(r.at("uncertified_elements").get<int64_t>(), 0) << r.dump();
-    EXPECT_EQ(r.at("nonfinite_mismatches").get<int64_t>(), 0) << r.dump();
     EXPECT_GT(r.at("elements").get<int64_t>(), 0);
+    if (r.at("variant") != "deferred_bias_in_correction") EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+    if (r.at("verdict") == "flagged") ++flagged;
   }
-  EXPECT_EQ(normcheck("compare-rms-block --dtypes f8").exit_code, 2);
-  EXPECT_EQ(normcheck("compare-rms-block --generators nope").exit_code, 2);
+  EXPECT_GE(flagged, 4);  // at least one bias-defect dx record in each dtype
+  for (const auto& f : b.at("flag_checks")) EXPECT_TRUE(f.at("caught").get<bool>()) << f.dump();
+  int replayed = 0;
+  for (size_t i = 0; i < b.at("records").size() && replayed < 4; i += 23) {
+    const Outcome r = normcheck("replay --report " + out.string() + " --block-record " + std::to_string(i));
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("reproduces"), std::string::npos) << r.out;
+    ++replayed;
+  }
+  const std::string schema = std::string(NORMCHECK_SOURCE_DIR) + "/reports/schema/report.v1.schema.json";
+  if (std::system("/usr/bin/python3 -c 'import jsonschema' 2>/dev/null") == 0) {
+    const std::string py = "/usr/bin/python3 -c \"import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
+                           "json.load(open(sys.argv[2])))\" " + out.string() + " " + schema;
+    EXPECT_EQ(std::system(py.c_str()), 0);
+  }
+  auto tampered = j;
+  auto& wc = tampered["rms_block"]["records"][0]["worst_case"];
+  if (wc.contains("x"))
+    wc["x"][0] = "0x1.8p+3";
+  else
+    wc["case_seed"] = "12345";
+  const fs::path bad = scratch() / "block_tampered.json";
+  std::ofstream(bad) << tampered.dump();
+  const Outcome t = normcheck("replay --report " + bad.string() + " --block-record 0");
+  EXPECT_EQ(t.exit_code, 2);
+  EXPECT_NE(t.err.find("digest"), std::string::npos) << t.err;
+  EXPECT_EQ(normcheck("run --ops linear_rmsnorm --block-generators nope").exit_code, 2);
+  EXPECT_EQ(normcheck("run --ops layernorm_forward --kernels composed").exit_code, 2);
+  EXPECT_EQ(normcheck("replay --report " + out.string() + " --block-record 99999").exit_code, 2);
+  EXPECT_EQ(normcheck("replay --report " + out.string()).exit_code, 2);
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "suite/block_suite.hpp"
 #include "suite/runner.hpp"
 
 namespace normcheck::cli {
@@ -15,9 +16,9 @@ inline constexpr int kExitBadInput = 2;
 
 struct RunOptions {
   std::string suite = "default";
-  std::vector<std::string> ops, variants, dtypes, generators;
+  std::vector<std::string> ops, variants, dtypes, generators, block_generators;
   std::optional<uint64_t> seed;
-  std::optional<int> cases;
+  std::optional<int> cases, block_cases;
   int threads = 1;
   std::string out = "reports/latest.json";
   std::optional<int64_t> rows, n, max_elements;
@@ -27,7 +28,7 @@ struct RunOptions {
 
 struct ReplayOptions {
   std::string report;
-  int64_t record = -1;
+  std::optional<int64_t> record, block_record;
 };
 
 struct SearchOptions {
@@ -47,16 +48,8 @@ struct BoundsOptions {
   bool json = false;
 };
 
-struct CompareOptions {
-  std::vector<std::string> dtypes = {"f16", "bf16", "f32", "f64"};
-  std::vector<std::string> generators;
-  int cases = 4;
-  uint64_t seed = 20261130;
-  std::string out;
-};
 
 int run_command(const RunOptions& o, const std::string& command_line);
-int compare_rms_block_command(const CompareOptions& o);
 int search_command(const SearchOptions& o);
 int bounds_command(const BoundsOptions& o);
 int replay_command(const ReplayOptions& o);
@@ -64,5 +57,8 @@ int list_command();
 
 /// Prints the per-(op/output, variant, dtype) summary table of a run.
 void print_summary(const RunResult& r);
+
+/// Prints the block suite's composed-vs-deferred table per dtype and its verdicts.
+void print_block_summary(const BlockSuiteResult& r);
 
 }  // namespace normcheck::cli

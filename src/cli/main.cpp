@@ -10,11 +10,18 @@ namespace {
 
 void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
   run.add_option("--suite", o.suite, "named suite (default, quick)");
-  run.add_option("--ops", o.ops, "ops: layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward")->delimiter(',');
-  run.add_option("--kernels", o.variants, "kernel variants: two_pass, welford, one_pass, two_pass_storage_accum")
+  run.add_option("--ops", o.ops,
+                 "ops: layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward, linear_rmsnorm "
+                 "(the Linear o RMSNorm block suite)")
+      ->delimiter(',');
+  run.add_option("--kernels", o.variants, "kernel variants (see normcheck list), block variants included")
       ->delimiter(',');
   run.add_option("--dtypes", o.dtypes, "storage dtypes: f16, bf16, f32, f64")->delimiter(',');
   run.add_option("--generators", o.generators, "row generators (see 'normcheck list')")->delimiter(',');
+  run.add_option("--block-generators", o.block_generators, "block generators: normal, no_bias, cancel, wide")
+      ->delimiter(',');
+  run.add_option("--block-cases", o.block_cases, "block cases per block generator and dtype")
+      ->check(CLI::Range(1, 100000));
   run.add_option("--seed", o.seed, "run seed (default: the suite's)");
   run.add_option("--cases", o.cases, "cases per generator and dtype")->check(CLI::Range(1, 1000000));
   run.add_option("--threads", o.threads, "worker threads")->check(CLI::Range(1, 256));
@@ -66,18 +73,13 @@ int main(int argc, char** argv) {
   add_run_options(*run, run_opts);
   CLI::App* replay = app.add_subcommand("replay", "re-run one report record's worst case");
   replay->add_option("--report", replay_opts.report, "report file")->required();
-  replay->add_option("--record", replay_opts.record, "record index")->required();
+  auto* rec_opt = replay->add_option("--record", replay_opts.record, "record index");
+  auto* block_opt = replay->add_option("--block-record", replay_opts.block_record, "block suite record index");
+  rec_opt->excludes(block_opt);
   CLI::App* list = app.add_subcommand("list", "list kernels, dtypes, generators and suites");
   normcheck::cli::SearchOptions search_opts;
   CLI::App* search = app.add_subcommand("search", "search for inputs maximizing |error| / own a priori bound");
   add_search_options(*search, search_opts);
-  normcheck::cli::CompareOptions compare_opts;
-  CLI::App* compare = app.add_subcommand("compare-rms-block", "Linear o RMSNorm: composed vs deferred accuracy");
-  compare->add_option("--dtypes", compare_opts.dtypes, "storage dtypes")->delimiter(',');
-  compare->add_option("--generators", compare_opts.generators, "normal, cancel, wide")->delimiter(',');
-  compare->add_option("--cases", compare_opts.cases, "cases per generator and dtype")->check(CLI::Range(1, 100000));
-  compare->add_option("--seed", compare_opts.seed, "seed");
-  compare->add_option("--out", compare_opts.out, "JSON output file");
   normcheck::cli::BoundsOptions bounds_opts;
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
   add_bounds_options(*bounds, bounds_opts);
@@ -97,7 +99,6 @@ int main(int argc, char** argv) {
     if (*list) return normcheck::cli::list_command();
     if (*search) return normcheck::cli::search_command(search_opts);
     if (*bounds) return normcheck::cli::bounds_command(bounds_opts);
-    if (*compare) return normcheck::cli::compare_rms_block_command(compare_opts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return normcheck::cli::kExitBadInput;

@@ -5,6 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "oracles/certified_layernorm.hpp"
+#include "oracles/certified_rms_block.hpp"
+#include "properties/block_generators.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
 #include "suite/suites.hpp"
@@ -51,15 +53,90 @@ void print_value_line(const char* label, double v) {
   std::printf("  %-8s %-26s %.17g\n", label, hexfloat(v).c_str(), v);
 }
 
+/// The block record's case: inline inputs when present, else regenerated from its seed; checked by digest.
+RmsBlockCase block_case_of(const nlohmann::json& wc, DType dtype) {
+  RmsBlockCase c = wc.contains("x") ? block_case_from_json(wc)
+                                    : gen::make_rms_block_case(wc.at("generator").get<std::string>(), dtype,
+                                                               std::stoull(wc.at("case_seed").get<std::string>()));
+  if (std::to_string(block_case_digest(c)) != wc.at("digest").get<std::string>())
+    throw std::invalid_argument("block case inputs do not match the recorded digest (edited report or other build)");
+  if (auto err = validate_block_case(c)) throw std::invalid_argument("invalid block case in report: " + *err);
+  return c;
+}
+
+const BlockKernelEntry& block_kernel_for(const nlohmann::json& rec) {
+  const auto storage = parse_dtype(rec.at("storage").get<std::string>());
+  for (const BlockKernelEntry& k : builtin_block_kernels())
+    if (storage && k.storage == *storage && k.variant == rec.at("variant").get<std::string>() &&
+        dtype_info(k.accum).name == rec.at("accum").get<std::string>())
+      return k;
+  throw std::invalid_argument("block record names a kernel this build does not have");
+}
+
+/// Prints the replayed worst element beside the recorded one; exit 0 when they agree.
+int report_replay(const WorstElement& w, const nlohmann::json& recorded, int64_t recorded_index) {
+  print_value_line("kernel", w.got);
+  print_value_line("oracle", w.ref.approx());
+  print_value_line("bound", w.bound);
+  const bool same = hexfloat(w.got) == recorded.at("kernel").get<std::string>() && w.index == recorded_index;
+  std::printf("%s\n", same ? "replay reproduces the recorded worst element" : "replay DIFFERS from the recorded worst element");
+  return same ? kExitOk : kExitCheckFailed;
+}
+
+int replay_block_record(const ReplayOptions& o) {
+  nlohmann::json rec;
+  RmsBlockCase c;
+  const BlockKernelEntry* k = nullptr;
+  try {
+    const nlohmann::json report = read_json_file(o.report);
+    if (!report.is_object() || !report.contains("rms_block") || !report.at("rms_block").is_object())
+      throw std::invalid_argument("report has no block suite section ('rms_block')");
+    const auto& records = report.at("rms_block").at("records");
+    if (*o.block_record < 0 || *o.block_record >= static_cast<int64_t>(records.size()))
+      throw std::invalid_argument(fmt::format("block record {} out of range (report has {})", *o.block_record, records.size()));
+    rec = records.at(static_cast<size_t>(*o.block_record));
+    if (rec.at("worst_case").is_null()) throw std::invalid_argument("block record has no worst case (no case ran)");
+    k = &block_kernel_for(rec);
+    c = block_case_of(rec.at("worst_case"), k->storage);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+  const std::string output = rec.at("output").get<std::string>();
+  const oracle::CertifiedRmsBlock ref = oracle::certified_rms_block(c);
+  for (const OutputJudgement& j : judge_block_case(*k, c, ref)) {
+    if (j.output != output) continue;
+    std::printf("block record %lld: linear_rmsnorm %s %s(acc %s) %s, output %s\n", static_cast<long long>(*o.block_record),
+                k->variant.c_str(), dtype_info(k->storage).name.data(), dtype_info(k->accum).name.data(),
+                rec.at("property").get<std::string>().c_str(), output.c_str());
+    std::printf("case: generator %s, seed %llu, rows %lld, n %lld, m %lld, eps %s; oracle %d bits, certified error %.3g ulp\n",
+                c.generator.c_str(), static_cast<unsigned long long>(c.seed), static_cast<long long>(c.rows),
+                static_cast<long long>(c.n), static_cast<long long>(c.m), hexfloat(c.eps).c_str(), ref.precision_bits,
+                ref.max_err_ulps);
+    std::printf("worst element %lld (recorded), this replay's worst %lld, max err/bound %.6g, max ulp %.6g\n",
+                static_cast<long long>(rec.at("worst_case").at("element").at("index").get<int64_t>()),
+                static_cast<long long>(j.worst.index), j.acc.max_bound_ratio(), j.acc.max_ulp());
+    const auto& elem = rec.at("worst_case").at("element");
+    return report_replay(j.worst, elem, elem.at("index").get<int64_t>());
+  }
+  std::fprintf(stderr, "normcheck: error: block record output '%s' is not a block output\n", output.c_str());
+  return kExitBadInput;
+}
+
 }  // namespace
 
 int replay_command(const ReplayOptions& o) {
+  if (o.block_record) return replay_block_record(o);
+  if (!o.record) {
+    std::fprintf(stderr, "normcheck: error: replay needs --record or --block-record\n");
+    return kExitBadInput;
+  }
   nlohmann::json report, rec;
   LayerNormCase c;
   const KernelEntry* k = nullptr;
   try {
     report = read_json_file(o.report);
-    rec = record_at(report, o.record);
+    rec = record_at(report, *o.record);
     if (rec.at("worst_case").is_null()) throw std::invalid_argument("record has no worst case (no case ran)");
     k = &kernel_for(rec);
     c = worst_case_of(report, rec.at("worst_case"), k->storage);
@@ -74,7 +151,7 @@ int replay_command(const ReplayOptions& o) {
   const int64_t index = elem.at("index").get<int64_t>();
   for (const OutputJudgement& j : judged) {
     if (j.output != output) continue;
-    std::printf("record %lld: %s %s %s(acc %s) %s, output %s\n", static_cast<long long>(o.record),
+    std::printf("record %lld: %s %s %s(acc %s) %s, output %s\n", static_cast<long long>(*o.record),
                 rec.at("op").get<std::string>().c_str(), k->variant.c_str(), dtype_info(k->storage).name.data(),
                 dtype_info(k->accum).name.data(), rec.at("property").get<std::string>().c_str(), output.c_str());
     std::printf("case: generator %s, seed %llu, rows %lld, n %lld, eps %s; oracle %d bits, certified error %.3g ulp\n",
@@ -83,13 +160,7 @@ int replay_command(const ReplayOptions& o) {
     std::printf("worst element %lld (recorded), this replay's worst %lld, max err/bound %.6g, max ulp %.6g\n",
                 static_cast<long long>(index), static_cast<long long>(j.worst.index), j.acc.max_bound_ratio(),
                 j.acc.max_ulp());
-    print_value_line("kernel", j.worst.got);
-    print_value_line("oracle", j.worst.ref.approx());
-    print_value_line("bound", j.worst.bound);
-    const bool same = hexfloat(j.worst.got) == elem.at("kernel").get<std::string>() && j.worst.index == index;
-    std::printf("%s\n", same ? "replay reproduces the recorded worst element"
-                             : "replay DIFFERS from the recorded worst element");
-    return same ? kExitOk : kExitCheckFailed;
+    return report_replay(j.worst, elem, index);
   }
   std::fprintf(stderr, "normcheck: error: record output '%s' not produced by its kernel\n", output.c_str());
   return kExitBadInput;
@@ -98,13 +169,19 @@ int replay_command(const ReplayOptions& o) {
 int list_command() {
   std::printf("dtypes:");
   for_each_dtype([](auto tag) { std::printf(" %s", dtype_traits<decltype(tag)>::name.data()); });
-  std::printf("\nops: layernorm_forward layernorm_backward rmsnorm_forward rmsnorm_backward\nkernels (variant storage accum):\n");
+  std::printf("\nops: layernorm_forward layernorm_backward rmsnorm_forward rmsnorm_backward linear_rmsnorm\nkernels (variant storage accum):\n");
   for (const KernelEntry& k : builtin_kernels())
     if (!is_backward(k.op))
       std::printf("  %-24s %-5s %-5s%s\n", k.variant.c_str(), dtype_info(k.storage).name.data(),
                   dtype_info(k.accum).name.data(), k.known_weak ? "  (known weak)" : "");
+  std::printf("block kernels (op linear_rmsnorm; variant storage accum):\n");
+  for (const BlockKernelEntry& k : builtin_block_kernels())
+    std::printf("  %-28s %-5s %-5s%s\n", k.variant.c_str(), dtype_info(k.storage).name.data(),
+                dtype_info(k.accum).name.data(), k.known_weak ? "  (planted defect)" : "");
   std::printf("generators:");
   for (const auto& g : gen::row_generator_names()) std::printf(" %s", g.c_str());
+  std::printf("\nblock generators:");
+  for (const auto& g : gen::block_generator_names()) std::printf(" %s", g.c_str());
   std::printf("\nsuites:\n");
   for (const SuiteDef& s : suites()) std::printf("  %-8s %s\n", s.name.data(), s.description.data());
   return kExitOk;

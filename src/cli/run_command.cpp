@@ -5,12 +5,16 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
+#include "properties/block_generators.hpp"
+#include "report/block_report.hpp"
 #include "report/report.hpp"
 #include "suite/suites.hpp"
 
@@ -22,9 +26,24 @@ struct UsageError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+constexpr const char* kBlockOp = "linear_rmsnorm";
+
+bool is_block_variant(const std::string& v) {
+  const auto& t = builtin_block_kernels();
+  return std::any_of(t.begin(), t.end(), [&](const BlockKernelEntry& k) { return k.variant == v; });
+}
+
 void check_variants(const std::vector<std::string>& variants) {
   for (const auto& v : variants)
-    if (!is_kernel_variant(v)) throw UsageError(fmt::format("unknown kernel variant '{}' (see normcheck list)", v));
+    if (!is_kernel_variant(v) && !is_block_variant(v))
+      throw UsageError(fmt::format("unknown kernel variant '{}' (see normcheck list)", v));
+}
+
+template <class Pred>
+std::vector<std::string> only(const std::vector<std::string>& v, Pred keep) {
+  std::vector<std::string> out;
+  std::copy_if(v.begin(), v.end(), std::back_inserter(out), keep);
+  return out;
 }
 
 void apply_shape_options(const RunOptions& o, RunConfig& cfg) {
@@ -42,18 +61,20 @@ void apply_shape_options(const RunOptions& o, RunConfig& cfg) {
   if (o.eps) cfg.eps_override = *o.eps;
 }
 
-RunConfig build_config(const RunOptions& o) {
-  auto base = suite_config(o.suite);
-  if (!base) throw UsageError(fmt::format("unknown suite '{}' (see normcheck list)", o.suite));
-  RunConfig cfg = *base;
+/// The selected parts of a run: the per-op kernel suite and the Linear o RMSNorm block suite.
+struct RunPlan {
+  std::optional<RunConfig> ops;
+  std::optional<BlockSuiteConfig> block;
+};
+
+RunConfig build_ops_config(const RunOptions& o, RunConfig cfg, const std::vector<std::string>& ops) {
   try {
-    if (!o.ops.empty()) cfg.ops = parse_names<Op>(o.ops, parse_op, "op");
+    if (!ops.empty()) cfg.ops = parse_names<Op>(ops, parse_op, "op");
     if (!o.dtypes.empty()) cfg.dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  check_variants(o.variants);
-  cfg.variants = o.variants;
+  cfg.variants = only(o.variants, [](const std::string& v) { return is_kernel_variant(v); });
   if (!o.generators.empty()) {
     for (const auto& g : o.generators)
       if (!gen::is_row_generator(g)) throw UsageError(fmt::format("unknown generator '{}' (see normcheck list)", g));
@@ -63,8 +84,39 @@ RunConfig build_config(const RunOptions& o) {
   if (o.cases) cfg.cases_per_generator = *o.cases;
   cfg.threads = o.threads;
   apply_shape_options(o, cfg);
-  if (selected_kernels(cfg).empty()) throw UsageError("the selection contains no kernel");
   return cfg;
+}
+
+BlockSuiteConfig build_block_config(const RunOptions& o, BlockSuiteConfig cfg, const RunConfig& ops_cfg) {
+  cfg.dtypes = ops_cfg.dtypes;
+  cfg.variants = only(o.variants, is_block_variant);
+  if (!o.block_generators.empty()) {
+    for (const auto& g : o.block_generators)
+      if (!gen::is_block_generator(g))
+        throw UsageError(fmt::format("unknown block generator '{}' (see normcheck list)", g));
+    cfg.generators = o.block_generators;
+  }
+  if (o.seed) cfg.seed = *o.seed;
+  if (o.block_cases) cfg.cases_per_generator = *o.block_cases;
+  cfg.threads = o.threads;
+  return cfg;
+}
+
+RunPlan build_plan(const RunOptions& o) {
+  auto base = suite_config(o.suite);
+  if (!base) throw UsageError(fmt::format("unknown suite '{}' (see normcheck list)", o.suite));
+  check_variants(o.variants);
+  const std::vector<std::string> ops = only(o.ops, [](const std::string& op) { return op != kBlockOp; });
+  const bool block_op_named = ops.size() != o.ops.size();
+  RunPlan plan;
+  const RunConfig cfg = build_ops_config(o, *base, ops);
+  const bool variants_name_ops = o.variants.empty() || !cfg.variants.empty();
+  if ((o.ops.empty() || !ops.empty()) && variants_name_ops && !selected_kernels(cfg).empty()) plan.ops = cfg;
+  const BlockSuiteConfig block = build_block_config(o, *suite_block_config(o.suite), cfg);
+  const bool variants_name_block = o.variants.empty() || !block.variants.empty();
+  if ((o.ops.empty() || block_op_named) && variants_name_block && block.cases_per_generator > 0) plan.block = block;
+  if (!plan.ops && !plan.block) throw UsageError("the selection contains no kernel");
+  return plan;
 }
 
 extern "C" void on_stop_signal(int) { stop_requested() = true; }
@@ -96,26 +148,44 @@ void ensure_parent_dir(const std::string& path) {
 
 int run_command(const RunOptions& o, const std::string& command_line) {
   install_signal_handlers();  // first, so that an early SIGTERM still ends in a report
-  RunConfig cfg;
+  RunPlan plan;
   try {
-    cfg = build_config(o);
+    plan = build_plan(o);
   } catch (const UsageError& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return kExitBadInput;
   }
   ensure_parent_dir(o.out);
-  cfg.journal_path = o.out + ".failures.jsonl";
-  std::filesystem::remove(cfg.journal_path);
+  const std::string journal = o.out + ".failures.jsonl";
+  std::filesystem::remove(journal);
+  RunConfig cfg = plan.ops ? *plan.ops : *suite_config(o.suite);
+  if (!plan.ops) cfg.ops.clear();
+  cfg.journal_path = journal;
   RunMetadata meta{utc_now(), "", command_line};
-  const RunResult result = run_suite(cfg, progress_printer());
+  const RunResult result = plan.ops ? run_suite(cfg, progress_printer()) : RunResult{};
+  std::optional<BlockSuiteResult> block;
+  if (plan.block && !stop_requested()) {
+    plan.block->journal_path = journal;
+    block = run_block_suite(*plan.block);
+  }
   meta.end_time = utc_now();
-  write_json_atomically(o.out, make_report(cfg, result, meta, o.out));
-  if (!o.quiet) print_summary(result);
-  const bool passed = run_passed(result);
+  nlohmann::json report = make_report(cfg, result, meta, o.out);
+  report["rms_block"] = block ? block_suite_json(*plan.block, *block, o.out) : nlohmann::json();
+  const bool block_ok = !plan.block || (block && block_suite_passed(*block));
+  const bool passed = run_passed(result) && block_ok;
+  report["run"]["passed"] = passed;
+  report["run"]["complete"] = !result.interrupted && (!plan.block || (block && !block->interrupted));
+  write_json_atomically(o.out, report);
+  if (!o.quiet && plan.ops) print_summary(result);
+  if (!o.quiet && block) print_block_summary(*block);
+  const int64_t done = result.cases_done + (block ? block->cases_done : 0);
+  const int64_t planned = result.cases_planned + (plan.block ? static_cast<int64_t>(plan.block->dtypes.size() *
+                                                                   plan.block->generators.size()) *
+                                                                   plan.block->cases_per_generator
+                                                             : 0);
   std::printf("report: %s (%s, %lld/%lld cases)%s\n", o.out.c_str(), passed ? "PASSED" : "FAILED",
-              static_cast<long long>(result.cases_done), static_cast<long long>(result.cases_planned),
-              result.interrupted ? " INCOMPLETE: interrupted" : "");
-  if (!std::filesystem::exists(cfg.journal_path) || passed) std::filesystem::remove(cfg.journal_path);
+              static_cast<long long>(done), static_cast<long long>(planned), done < planned ? " INCOMPLETE: interrupted" : "");
+  if (!std::filesystem::exists(journal) || passed) std::filesystem::remove(journal);
   return passed ? kExitOk : kExitCheckFailed;
 }
 

@@ -64,4 +64,25 @@ void print_summary(const RunResult& r) {
                 f.caught() ? "caught" : "NOT CAUGHT (harness failure)");
 }
 
+void print_block_summary(const BlockSuiteResult& r) {
+  std::printf("\nLinear o RMSNorm block, composed vs deferred (same cases; merged over block generators):\n");
+  std::printf("%s\n", fmt::format("{:<5} {:<28} {:<3} {:>9} {:>10} {:>9} {:>10} {:>10} {:>11}", "dtype", "variant", "out",
+                                  "elements", "max ulp", "rms ulp", "normwise", "err/bound", "violations")
+                          .c_str());
+  for (const BlockComparisonRow& row : block_comparison(r))
+    std::printf("%s\n", fmt::format("{:<5} {:<28} {:<3} {:>9} {:>10.4g} {:>9.4g} {:>10.3g} {:>10.4g} {:>11}",
+                                    dtype_info(row.dtype).name, row.variant, row.output, row.acc.count(),
+                                    row.acc.max_ulp(), row.acc.rms_ulp(), row.acc.normwise(),
+                                    std::max(0.0, row.acc.max_bound_ratio()), row.acc.bound_violations())
+                            .c_str());
+  int64_t failed = 0;
+  for (const BlockRecord& rec : r.records)
+    if (rec.expectation == Expectation::must_pass && rec.failed()) ++failed;
+  std::printf("block records failing a must-pass bound: %lld\n", static_cast<long long>(failed));
+  for (const FlagCheck& f : r.flag_checks)
+    std::printf("planted-defect check: %-28s %-5s on %-8s %s\n", std::string(f.expectation.variant).c_str(),
+                f.storage.c_str(), std::string(f.expectation.generator).c_str(),
+                f.caught() ? "caught" : "NOT CAUGHT (harness failure)");
+}
+
 }  // namespace normcheck::cli

@@ -98,4 +98,26 @@ uint8_t row_regime(const LayerNormCase& c, int64_t row, const RowError& r, const
 /// storage dtype's min normal.
 uint8_t output_regime(double value_abs, double magnitude, DType storage);
 
+/// The arithmetic of one RMSNorm variant, beyond the Units of its accumulator.
+struct RmsUnits {
+  double u_sum, eta_sum, max_sum;  ///< sum-of-squares accumulator
+  double u_xr, eta_xr;             ///< rounding(s) of x r
+  double max_xr;                   ///< largest finite value x r may take (bf16 max when rounded)
+  double rstd_extra;               ///< extra relative rounding of r
+  double u_dg_conv, u_dg_sum, eta_dg;  ///< dg: conversion of each product and the sum over rows
+};
+
+/// One row's RMS statistics error: delta_r of r_hat and an upper bound of r.
+struct RmsRow {
+  double delta_r = 0, rstd = 0;
+  uint8_t regime = 0;
+};
+
+/// The RMSNorm variant's arithmetic (its RmsFlags) on top of the accumulator units.
+RmsUnits rms_units(const BoundModel& m, const Units& u);
+
+/// Row i's r error (docs/bounds.md section 10.1) from the oracle's mean of squares (ref.var) and r.
+RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t i, const BoundModel& m,
+               const Units& u, const RmsUnits& ru);
+
 }  // namespace normcheck::bounds_detail

@@ -13,14 +13,9 @@ namespace {
 constexpr double kUBf16 = 0x1p-8;
 constexpr double kEtaBf16 = 0x1p-134;
 
-/// The arithmetic of one RMSNorm variant, beyond the Units of its accumulator.
-struct RmsUnits {
-  double u_sum, eta_sum, max_sum;  ///< sum-of-squares accumulator
-  double u_xr, eta_xr;             ///< rounding(s) of x r
-  double max_xr;                   ///< largest finite value x r may take (bf16 max when rounded)
-  double rstd_extra;               ///< extra relative rounding of r
-  double u_dg_conv, u_dg_sum, eta_dg;  ///< dg: conversion of each product and the sum over rows
-};
+}  // namespace
+
+namespace bounds_detail {
 
 RmsUnits rms_units(const BoundModel& m, const Units& u) {
   const DTypeInfo& s = dtype_info(m.storage);
@@ -37,12 +32,6 @@ RmsUnits rms_units(const BoundModel& m, const Units& u) {
           dg ? kUBf16 : u.ua,
           dg ? kEtaBf16 : u.eta_a};
 }
-
-/// One row's RMS statistics error: delta_r of r_hat and an upper bound of r.
-struct RmsRow {
-  double delta_r = 0, rstd = 0;
-  uint8_t regime = 0;
-};
 
 RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t i, const BoundModel& m,
                const Units& u, const RmsUnits& ru) {
@@ -76,6 +65,10 @@ RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, in
     if (x[j] != 0 && std::fabs(x[j]) < dtype_info(c.dtype).min_normal) row.regime |= kRegimeUnderflow;
   return row;
 }
+
+}  // namespace bounds_detail
+
+namespace {
 
 /// |z_hat - x r| for z_hat = fl(x r_hat) (with the xr rounding when the variant has it).
 double rms_z_error(double x_abs, const RmsRow& row, const RmsUnits& ru) {

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 namespace normcheck {
-namespace {
 
 std::optional<std::string> check_values(const std::vector<double>& v, const char* name, DType dt) {
   for (size_t i = 0; i < v.size(); ++i) {
@@ -34,8 +33,6 @@ void mix_values(uint64_t& h, const std::vector<double>& v) {
     mix(h, bits);
   }
 }
-
-}  // namespace
 
 std::optional<std::string> validate_case(const LayerNormCase& c, bool need_dy) {
   if (!(c.eps > 0.0) || !std::isfinite(c.eps))

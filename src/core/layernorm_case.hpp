@@ -29,4 +29,10 @@ std::optional<std::string> validate_case(const LayerNormCase& c, bool need_dy);
 /// 64-bit FNV-1a digest of the case's input bit patterns (shape, eps, x, gamma, beta, dy).
 uint64_t case_digest(const LayerNormCase& c);
 
+/// Building blocks of validation and digests, shared by every case type: finite and
+/// representable in dt; FNV-1a over words and over exact double bit patterns.
+std::optional<std::string> check_values(const std::vector<double>& v, const char* name, DType dt);
+void mix(uint64_t& h, uint64_t word);
+void mix_values(uint64_t& h, const std::vector<double>& v);
+
 }  // namespace normcheck

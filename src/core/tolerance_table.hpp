@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/bounds.hpp"
+#include "core/bounds_block.hpp"
 #include "kernels/registry.hpp"
 
 namespace normcheck {
@@ -32,11 +33,26 @@ struct FlagExpectation {
   std::string_view why;
 };
 
+/// Tolerance of a Linear o RMSNorm block variant: the bound (docs/bounds.md section 11) that
+/// gives its verdict. Sound variants are judged by their own bound; a defect by the bound of the
+/// form it claims to implement.
+struct BlockToleranceEntry {
+  std::string_view variant;
+  BlockForm bound;
+  double max_ratio;
+  Expectation expectation;
+  std::string_view justification;
+};
+
 const std::vector<ToleranceEntry>& tolerance_table();
+const std::vector<BlockToleranceEntry>& block_tolerance_table();
 const std::vector<FlagExpectation>& flag_expectations();
 
 /// The entry for a kernel; throws std::logic_error if the table has none (a table defect).
 const ToleranceEntry& tolerance_for(const KernelEntry& k);
+
+/// The entry for a block variant; throws std::logic_error if the table has none.
+const BlockToleranceEntry& block_tolerance_for(std::string_view variant);
 
 /// The kernel's own bound: its statistics model, summation order, storage and accumulator.
 BoundModel own_bound_model(const ToleranceEntry& t, const KernelEntry& k);

@@ -89,6 +89,48 @@ LayerNormCase case_from_json(const nlohmann::json& j) {
   return c;
 }
 
+nlohmann::json block_case_to_json(const RmsBlockCase& c) {
+  nlohmann::json j = {{"dtype", std::string(dtype_info(c.dtype).name)},
+                      {"rows", c.rows},
+                      {"n", c.n},
+                      {"m", c.m},
+                      {"eps", hexfloat(c.eps)},
+                      {"generator", c.generator},
+                      {"case_seed", std::to_string(c.seed)},
+                      {"digest", std::to_string(block_case_digest(c))}};
+  const size_t total = c.x.size() + c.g.size() + c.w.size() + c.b.size() + c.dy.size();
+  if (total <= static_cast<size_t>(kInlineCaseLimit)) {
+    j["x"] = hex_array(c.x);
+    j["g"] = hex_array(c.g);
+    j["w"] = hex_array(c.w);
+    j["b"] = hex_array(c.b);
+    j["dy"] = hex_array(c.dy);
+  }
+  return j;
+}
+
+RmsBlockCase block_case_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument("block case must be a JSON object");
+  for (const char* key : {"dtype", "rows", "n", "m", "eps", "x", "g", "w", "b", "dy"})
+    if (!j.contains(key)) throw std::invalid_argument(std::string("block case lacks '") + key + "'");
+  RmsBlockCase c;
+  const auto dt = parse_dtype(j.at("dtype").get<std::string>());
+  if (!dt) throw std::invalid_argument("unknown dtype '" + j.at("dtype").get<std::string>() + "'");
+  c.dtype = *dt;
+  c.rows = j.at("rows").get<int64_t>();
+  c.n = j.at("n").get<int64_t>();
+  c.m = j.at("m").get<int64_t>();
+  c.eps = parse_hexfloat(j.at("eps").get<std::string>());
+  c.x = parse_hex_array(j.at("x"), "x");
+  c.g = parse_hex_array(j.at("g"), "g");
+  c.w = parse_hex_array(j.at("w"), "w");
+  c.b = parse_hex_array(j.at("b"), "b");
+  c.dy = parse_hex_array(j.at("dy"), "dy");
+  c.generator = j.value("generator", "");
+  c.seed = std::stoull(j.value("case_seed", "0"));
+  return c;
+}
+
 nlohmann::json worst_element_json(const WorstElement& w, int64_t n) {
   return {{"index", w.index},
           {"row", n > 0 && w.index >= 0 ? w.index / n : 0},

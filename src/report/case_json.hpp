@@ -7,6 +7,7 @@
 
 #include "core/certified_value.hpp"
 #include "core/layernorm_case.hpp"
+#include "core/rmsnorm_case.hpp"
 #include "kernels/registry.hpp"
 #include "suite/judge.hpp"
 
@@ -36,6 +37,12 @@ nlohmann::json case_to_json(const LayerNormCase& c);
 /// Rebuilds a case from case_to_json output; throws std::invalid_argument if inputs are absent
 /// or malformed.
 LayerNormCase case_from_json(const nlohmann::json& j);
+
+/// A block case: shapes, eps, generator, seed, digest, and (if x, g, W, b and dy together hold at
+/// most kInlineCaseLimit values) every input in hexfloat.
+nlohmann::json block_case_to_json(const RmsBlockCase& c);
+/// Rebuilds a block case; throws std::invalid_argument if inputs are absent or malformed.
+RmsBlockCase block_case_from_json(const nlohmann::json& j);
 
 /// One worst element: index, kernel value and reference in hexfloat and decimal.
 nlohmann::json worst_element_json(const WorstElement& w, int64_t n);

@@ -31,14 +31,15 @@ std::string cpu_model() {
   return "unknown";
 }
 
+}  // namespace
+
 const char* expectation_name(Expectation e) { return e == Expectation::must_pass ? "must_pass" : "report_only"; }
 
+namespace {
+
 std::string verdict(const Record& r) {
-  if (r.cases == 0) return "not_run";
-  if (r.acc.count() == 0 && r.acc.uncertified() > 0) return "uncertified";
-  if (r.own_failed_cases > 0) return "own_bound_violated";
-  if (!r.failed()) return "pass";
-  return r.known_weak ? "flagged" : "fail";
+  if (r.cases > 0 && r.acc.count() > 0 && r.own_failed_cases > 0) return "own_bound_violated";
+  return verdict_name(r.cases, r.acc, r.failed(), r.known_weak);
 }
 
 nlohmann::json config_json(const RunConfig& cfg) {
@@ -70,7 +71,7 @@ nlohmann::json worst_case_json(const RunConfig& cfg, const Record& r, size_t rec
 
 nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, const std::string& path) {
   const ErrorAccumulator& a = r.acc;
-  return {{"op", std::string(op_name(r.key.op))},
+  nlohmann::json j = {{"op", std::string(op_name(r.key.op))},
           {"kernel", r.key.kernel},
           {"variant", r.key.variant},
           {"storage", std::string(dtype_info(r.key.storage).name)},
@@ -98,6 +99,19 @@ nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, 
           {"cases", r.cases},
           {"failed_cases", r.failed_cases},
           {"uncertified_cases", r.uncertified_cases},
+          {"oracle",
+           {{"precision_bits", r.oracle_precision_bits},
+            {"certified_max_err_ulps", r.oracle_max_err_ulps},
+            {"required_max_err_ulps", kRequiredUlpFraction}}},
+          {"worst_case", worst_case_json(cfg, r, index, path)}};
+  j.update(accumulator_json(a));
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json accumulator_json(const ErrorAccumulator& a) {
+  return {
           {"elements", a.count()},
           {"max_ulp", json_number(a.max_ulp())},
           {"rms_ulp", json_number(a.rms_ulp())},
@@ -111,15 +125,27 @@ nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, 
           {"void_bound_elements", a.void_bounds()},
           {"uncertified_elements", a.uncertified()},
           {"undecided_elements", a.undecided()},
-          {"nonfinite_mismatches", a.nonfinite_mismatches()},
-          {"oracle",
-           {{"precision_bits", r.oracle_precision_bits},
-            {"certified_max_err_ulps", r.oracle_max_err_ulps},
-            {"required_max_err_ulps", kRequiredUlpFraction}}},
-          {"worst_case", worst_case_json(cfg, r, index, path)}};
+          {"nonfinite_mismatches", a.nonfinite_mismatches()}};
 }
 
-}  // namespace
+std::string verdict_name(int64_t cases, const ErrorAccumulator& a, bool failed, bool known_weak) {
+  if (cases == 0) return "not_run";
+  if (a.count() == 0 && a.uncertified() > 0) return "uncertified";
+  if (!failed) return "pass";
+  return known_weak ? "flagged" : "fail";
+}
+
+nlohmann::json flag_checks_json(const std::vector<FlagCheck>& checks) {
+  nlohmann::json flags = nlohmann::json::array();
+  for (const FlagCheck& f : checks)
+    flags.push_back({{"variant", std::string(f.expectation.variant)},
+                     {"storage", f.storage},
+                     {"generator", std::string(f.expectation.generator)},
+                     {"why", std::string(f.expectation.why)},
+                     {"failing_records", f.failing_records},
+                     {"caught", f.caught()}});
+  return flags;
+}
 
 std::string utc_now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -140,14 +166,6 @@ nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMe
                            const std::string& report_path) {
   nlohmann::json records = nlohmann::json::array();
   for (size_t i = 0; i < r.records.size(); ++i) records.push_back(record_json(cfg, r.records[i], i, report_path));
-  nlohmann::json flags = nlohmann::json::array();
-  for (const FlagCheck& f : r.flag_checks)
-    flags.push_back({{"variant", std::string(f.expectation.variant)},
-                     {"storage", f.storage},
-                     {"generator", std::string(f.expectation.generator)},
-                     {"why", std::string(f.expectation.why)},
-                     {"failing_records", f.failing_records},
-                     {"caught", f.caught()}});
   return {{"schema_version", kReportSchemaVersion},
           {"tool", "normcheck"},
           {"run",
@@ -170,7 +188,7 @@ nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMe
               {"required_max_err_ulps", kRequiredUlpFraction}}}}},
           {"config", config_json(cfg)},
           {"records", records},
-          {"flag_checks", flags}};
+          {"flag_checks", flag_checks_json(r.flag_checks)}};
 }
 
 void write_json_atomically(const std::string& path, const nlohmann::json& j) {

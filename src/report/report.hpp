@@ -31,6 +31,16 @@ RunConfig config_from_report(const nlohmann::json& report);
 /// Text form of a record's identity, e.g. "layernorm_forward/y two_pass f16(acc f32) accuracy/normal".
 std::string record_label(const RecordKey& k);
 
+/// The metrics of an accumulator as report fields (max/RMS ULP, normwise, bound ratio, counts).
+nlohmann::json accumulator_json(const ErrorAccumulator& a);
+
+/// "not_run", "uncertified", "pass", "flagged" (a known-weak kernel failed) or "fail".
+std::string verdict_name(int64_t cases, const ErrorAccumulator& a, bool failed, bool known_weak);
+
+const char* expectation_name(Expectation e);
+
+nlohmann::json flag_checks_json(const std::vector<FlagCheck>& checks);
+
 /// ISO 8601 UTC timestamp of now.
 std::string utc_now();
 

@@ -35,7 +35,8 @@ const std::vector<double>& kernel_output(const KernelOutputs& out, const std::st
   return output == "dgamma" ? out.dgamma : out.dbeta;
 }
 
-/// Measures one tensor against the verdict bound and, when different, the kernel's own bound.
+}  // namespace
+
 OutputJudgement judge_tensor(const std::string& name, const std::vector<double>& got,
                              const std::vector<CertifiedValue>& ref, const TensorBound& verdict,
                              const TensorBound* own, DType dtype, double max_ratio) {
@@ -65,8 +66,6 @@ OutputJudgement judge_tensor(const std::string& name, const std::vector<double>&
   j.own_failed = j.own.bound_violations() > 0;
   return j;
 }
-
-}  // namespace
 
 oracle::CertifiedLayerNorm certified_reference(Op op, const LayerNormCase& c, bool with_vjp) {
   return is_rmsnorm(op) ? oracle::certified_rmsnorm(c, with_vjp) : oracle::certified_layernorm(c, with_vjp);

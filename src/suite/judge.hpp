@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bounds.hpp"
 #include "core/metrics.hpp"
 #include "core/tolerance_table.hpp"
 #include "kernels/registry.hpp"
@@ -28,6 +29,12 @@ struct OutputJudgement {
   ErrorAccumulator own;  ///< against the kernel's own bound (rigor: must never be violated)
   bool own_failed = false;
 };
+
+/// Measures one tensor against the verdict bound (times max_ratio) and, when given, the kernel's
+/// own bound; throws std::runtime_error when the kernel produced the wrong number of values.
+OutputJudgement judge_tensor(const std::string& name, const std::vector<double>& got,
+                             const std::vector<CertifiedValue>& ref, const TensorBound& verdict,
+                             const TensorBound* own, DType dtype, double max_ratio);
 
 /// The certified reference of an op's family (LayerNorm or RMSNorm), with the VJP when asked.
 oracle::CertifiedLayerNorm certified_reference(Op op, const LayerNormCase& c, bool with_vjp);

@@ -147,25 +147,6 @@ void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, con
   }
 }
 
-std::vector<FlagCheck> evaluate_flags(const RunConfig& cfg, const std::vector<Record>& records) {
-  std::vector<FlagCheck> checks;
-  for (const FlagExpectation& f : flag_expectations())
-    for (DType dt : cfg.dtypes) {
-      const std::string dname(dtype_info(dt).name);
-      if (f.storage != "*" && f.storage != dname) continue;
-      FlagCheck fc{f, dname, 0, false};
-      for (const Record& r : records) {
-        if (r.key.variant != f.variant || r.key.storage != dt) continue;
-        if (f.generator != "*" && r.key.property != "accuracy/" + std::string(f.generator)) continue;
-        if (r.cases == 0) continue;
-        fc.applicable = true;
-        if (r.failed_cases > 0) ++fc.failing_records;
-      }
-      if (fc.applicable) checks.push_back(fc);
-    }
-  return checks;
-}
-
 }  // namespace
 
 std::atomic<bool>& stop_requested() {
@@ -175,6 +156,24 @@ std::atomic<bool>& stop_requested() {
 
 uint64_t case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t case_index) {
   return derive_seed(run_seed, static_cast<uint64_t>(dt), generator_index, static_cast<uint64_t>(case_index));
+}
+
+std::vector<FlagCheck> evaluate_flags(const std::vector<DType>& dtypes, const std::vector<FlagView>& records) {
+  std::vector<FlagCheck> checks;
+  for (const FlagExpectation& f : flag_expectations())
+    for (DType dt : dtypes) {
+      const std::string dname(dtype_info(dt).name);
+      if (f.storage != "*" && f.storage != dname) continue;
+      FlagCheck fc{f, dname, 0, false};
+      for (const FlagView& r : records) {
+        if (r.variant != f.variant || r.storage != dt || r.cases == 0) continue;
+        if (f.generator != "*" && r.generator != f.generator) continue;
+        fc.applicable = true;
+        if (r.failed) ++fc.failing_records;
+      }
+      if (fc.applicable) checks.push_back(fc);
+    }
+  return checks;
 }
 
 std::vector<const KernelEntry*> selected_kernels(const RunConfig& cfg) {
@@ -225,7 +224,11 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   for (auto& t : pool) t.join();
   for (const auto& [i, item] : pending) merge_one(i, item);  // after a gap left by an interruption
   result.interrupted = result.cases_done < result.cases_planned;
-  result.flag_checks = evaluate_flags(cfg, result.records);
+  std::vector<FlagView> views;
+  for (const Record& r : result.records)
+    views.push_back({r.key.variant, r.key.storage, std::string_view(r.key.property).substr(r.key.property.find('/') + 1),
+                     r.cases, r.failed()});
+  result.flag_checks = evaluate_flags(cfg.dtypes, views);
   return result;
 }
 

@@ -82,6 +82,18 @@ struct RunResult {
   int max_oracle_precision_bits = 0;
 };
 
+/// What a flag expectation needs of a record (per-op or block).
+struct FlagView {
+  std::string_view variant;
+  DType storage;
+  std::string_view generator;
+  int64_t cases;
+  bool failed;
+};
+
+/// Checks every flag expectation (tolerance table) that applies to the records of `dtypes`.
+std::vector<FlagCheck> evaluate_flags(const std::vector<DType>& dtypes, const std::vector<FlagView>& records);
+
 /// Set to true (e.g. by a signal handler) to stop after the cases in flight.
 std::atomic<bool>& stop_requested();
 

@@ -1,12 +1,19 @@
 #include "suite/suites.hpp"
 
+#include "properties/block_generators.hpp"
+
 namespace normcheck {
 
 const std::vector<SuiteDef>& suites() {
   static const std::vector<SuiteDef> table = {
-      {"default", "every LayerNorm kernel x dtype x generator, 10 cases each, rows*n <= 65536", 10, 65536,
-       20261130},
-      {"quick", "every LayerNorm kernel x dtype x generator, 2 cases each, rows*n <= 2048", 2, 2048, 20261130},
+      {"default",
+       "every LayerNorm and RMSNorm kernel x dtype x generator, 10 cases each, rows*n <= 65536; every "
+       "Linear o RMSNorm block variant x dtype x block generator, 10 cases each",
+       10, 65536, 20261130, 10},
+      {"quick",
+       "every LayerNorm and RMSNorm kernel x dtype x generator, 2 cases each, rows*n <= 2048; block "
+       "variants, 3 cases per block generator",
+       2, 2048, 20261130, 3},
   };
   return table;
 }
@@ -21,6 +28,19 @@ std::optional<RunConfig> suite_config(std::string_view name) {
     cfg.generators = gen::row_generator_names();
     cfg.cases_per_generator = s.cases_per_generator;
     cfg.shape.max_elements = s.max_elements;
+    cfg.seed = s.seed;
+    return cfg;
+  }
+  return std::nullopt;
+}
+
+std::optional<BlockSuiteConfig> suite_block_config(std::string_view name) {
+  for (const SuiteDef& s : suites()) {
+    if (s.name != name) continue;
+    BlockSuiteConfig cfg;
+    for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
+    cfg.generators = gen::block_generator_names();
+    cfg.cases_per_generator = s.block_cases_per_generator;
     cfg.seed = s.seed;
     return cfg;
   }

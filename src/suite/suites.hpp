@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "suite/block_suite.hpp"
 #include "suite/runner.hpp"
 
 namespace normcheck {
@@ -15,11 +16,15 @@ struct SuiteDef {
   int cases_per_generator;
   int64_t max_elements;
   uint64_t seed;
+  int block_cases_per_generator;  ///< Linear o RMSNorm block cases per block generator and dtype
 };
 
 const std::vector<SuiteDef>& suites();
 
 /// The run configuration of a named suite (all ops, dtypes, variants, generators); nullopt if unknown.
 std::optional<RunConfig> suite_config(std::string_view name);
+
+/// The block suite of a named suite (every block variant, dtype and block generator).
+std::optional<BlockSuiteConfig> suite_block_config(std::string_view name);
 
 }  // namespace normcheck

@@ -1,0 +1,240 @@
+// Bounds for the block Linear o RMSNorm (docs/bounds.md section 11). Each quantity the kernel
+// computes is tracked as a pair (mag, err): mag bounds |exact value|, err bounds |computed - exact|.
+// The rules (section 11.1) are rigorous, second-order terms included:
+//   product   |fl(a_hat b_hat) - ab| <= |a| e_b + e_a |b| + e_a e_b + u (|a||b| + that) + eta
+//   sum       |fl(a_hat + b_hat) - (a + b)| <= e_a + e_b + u (|a| + |b| + e_a + e_b)
+//   store     Accum -> Storage adds u_s (mag + err) + eta_s when the store rounds
+// and follow the kernels of src/kernels/rms_block.hpp operation by operation, in their order.
+#include "core/bounds_block.hpp"
+
+#include "core/bounds_model.hpp"
+
+namespace normcheck {
+
+using namespace bounds_detail;
+
+namespace {
+
+/// |exact| <= mag, |computed - exact| <= err; `over`: an intermediate may have overflowed.
+struct Em {
+  double mag = 0, err = 0;
+  bool over = false;
+};
+
+bool reaches(double upper, double limit) { return !(upper < limit); }
+
+/// The rounding rules of one accumulator and storage pair.
+struct EmArith {
+  Units u;
+  double max_s;
+  DType storage;
+
+  static Em exact(double v) { return {std::fabs(v), 0, false}; }
+
+  Em mul(const Em& a, const Em& b) const {
+    const double mag = a.mag * b.mag, e = a.mag * b.err + a.err * b.mag + a.err * b.err;
+    const double err = e + u.ua * (mag + e) + u.eta_a;
+    return {mag, err, a.over || b.over || reaches(mag + err, u.max_a)};
+  }
+  Em add(const Em& a, const Em& b) const {
+    const double mag = a.mag + b.mag, e = a.err + b.err;
+    const double err = e + u.ua * (mag + e);
+    return {mag, err, a.over || b.over || reaches(mag + err, u.max_a)};
+  }
+  /// Division by the integer k (exact in the accumulator): relative error division_error(k).
+  Em div(const Em& a, int64_t k) const {
+    const double kk = static_cast<double>(k), mag = a.mag / kk, e = a.err / kk;
+    return {mag, e + division_error(k, u) * (mag + e) + u.eta_a, a.over};
+  }
+  /// An intermediate stored in the storage dtype (an exact conversion when Storage == Accum).
+  Em store(const Em& a) const {
+    const double err = u.store_rounds ? a.err + u.us * (a.mag + a.err) + u.eta_s : a.err;
+    return {a.mag, err, a.over || reaches(a.mag + err, max_s)};
+  }
+};
+
+/// The row statistics error of every row, through the RMSNorm bound's model (section 10.1).
+std::vector<Em> reciprocal_rms(const RmsBlockCase& c, const oracle::CertifiedRmsBlock& ref, const BoundModel& m,
+                               const Units& u, std::vector<uint8_t>& row_regime) {
+  LayerNormCase view;
+  view.dtype = c.dtype;
+  view.rows = c.rows;
+  view.n = c.n;
+  view.eps = c.eps;
+  view.x = c.x;
+  oracle::CertifiedLayerNorm stats;
+  stats.var = ref.ms;
+  stats.var_rad = ref.ms_rad;
+  stats.rstd = ref.rstd;
+  stats.rstd_rad = ref.rstd_rad;
+  const RmsUnits ru = rms_units(m, u);
+  std::vector<Em> r(static_cast<size_t>(c.rows));
+  row_regime.assign(r.size(), 0);
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const RmsRow row = rms_row(view, stats, i, m, u, ru);
+    r[i] = {row.rstd, row.rstd * row.delta_r, (row.regime & kRegimeOverflow) != 0};
+    row_regime[i] = row.regime;
+  }
+  return r;
+}
+
+/// The bound of one output element from its tracked pair and the oracle's value.
+void finish(TensorBound& t, size_t k, const Em& e, const CertifiedValue& ref, uint8_t regime, const EmArith& a) {
+  const double exact = upper_abs(ref);
+  const bool over = e.over || reaches(exact + e.err, a.max_s);
+  t.regime[k] = regime | output_regime(exact, e.mag, a.storage) | (over ? kRegimeOverflow : 0);
+  t.bound[k] = over ? kInf : with_store(exact, e.err, a.u);
+}
+
+TensorBound sized(size_t n) { return {std::vector<double>(n), std::vector<uint8_t>(n)}; }
+
+/// Computes the stored u = g * (x r) of the RMSNorm kernel (rows x n).
+std::vector<Em> stored_activations(const RmsBlockCase& c, const std::vector<Em>& r, const EmArith& a) {
+  std::vector<Em> u(c.x.size());
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t j = 0; j < c.n; ++j)
+      u[i * c.n + j] = a.store(a.mul(a.mul(EmArith::exact(c.x[i * c.n + j]), r[i]), EmArith::exact(c.g[j])));
+  return u;
+}
+
+struct BlockContext {
+  const RmsBlockCase& c;
+  const oracle::CertifiedRmsBlock& ref;
+  EmArith a;
+  std::vector<Em> r;
+  std::vector<uint8_t> row_regime;
+  uint8_t all_rows = 0;
+};
+
+/// y = W u + b (GEMM with the bias as initial value), u stored by the RMSNorm kernel.
+TensorBound composed_forward(const BlockContext& b, const std::vector<Em>& u) {
+  const RmsBlockCase& c = b.c;
+  TensorBound t = sized(b.ref.y.size());
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t k = 0; k < c.m; ++k) {
+      Em s = EmArith::exact(c.b.empty() ? 0.0 : c.b[k]);
+      for (int64_t j = 0; j < c.n; ++j) s = b.a.add(s, b.a.mul(EmArith::exact(c.w[k * c.n + j]), u[i * c.n + j]));
+      finish(t, static_cast<size_t>(i * c.m + k), s, b.ref.y[i * c.m + k], b.row_regime[i], b.a);
+    }
+  return t;
+}
+
+/// du = W^T dy stored, then the RMSNorm backward kernel (dx, dg), and dW = dy^T u.
+void composed_backward(const BlockContext& b, const std::vector<Em>& u, BlockBound& out) {
+  const RmsBlockCase& c = b.c;
+  const EmArith& a = b.a;
+  out.dx = sized(b.ref.dx.size());
+  std::vector<Em> dg(static_cast<size_t>(c.n)), v(static_cast<size_t>(c.n)), z(static_cast<size_t>(c.n));
+  for (int64_t i = 0; i < c.rows; ++i) {
+    Em sum_vz;
+    for (int64_t j = 0; j < c.n; ++j) {
+      Em du;
+      for (int64_t k = 0; k < c.m; ++k) du = a.add(du, a.mul(EmArith::exact(c.w[k * c.n + j]), EmArith::exact(c.dy[i * c.m + k])));
+      du = a.store(du);
+      z[j] = a.mul(EmArith::exact(c.x[i * c.n + j]), b.r[i]);
+      v[j] = a.mul(EmArith::exact(c.g[j]), du);
+      sum_vz = a.add(sum_vz, a.mul(v[j], z[j]));
+      dg[j] = a.add(dg[j], a.mul(du, z[j]));
+    }
+    const Em mean_vz = a.div(sum_vz, c.n);
+    for (int64_t j = 0; j < c.n; ++j) {
+      const Em dx = a.mul(b.r[i], a.add(v[j], a.mul(z[j], mean_vz)));
+      finish(out.dx, static_cast<size_t>(i * c.n + j), dx, b.ref.dx[i * c.n + j], b.row_regime[i], a);
+    }
+  }
+  out.dg = sized(b.ref.dg.size());
+  for (int64_t j = 0; j < c.n; ++j) finish(out.dg, static_cast<size_t>(j), dg[j], b.ref.dg[j], b.all_rows, a);
+  out.dw = sized(b.ref.dw.size());
+  for (int64_t k = 0; k < c.m; ++k)
+    for (int64_t j = 0; j < c.n; ++j) {
+      Em s;
+      for (int64_t i = 0; i < c.rows; ++i) s = a.add(s, a.mul(EmArith::exact(c.dy[i * c.m + k]), u[i * c.n + j]));
+      finish(out.dw, static_cast<size_t>(k * c.n + j), s, b.ref.dw[k * c.n + j], b.all_rows, a);
+    }
+}
+
+/// W_g = W diag(g) stored (m x n).
+std::vector<Em> folded_gain(const BlockContext& b) {
+  const RmsBlockCase& c = b.c;
+  std::vector<Em> wg(c.w.size());
+  for (int64_t k = 0; k < c.m; ++k)
+    for (int64_t j = 0; j < c.n; ++j)
+      wg[k * c.n + j] = b.a.store(b.a.mul(EmArith::exact(c.w[k * c.n + j]), EmArith::exact(c.g[j])));
+  return wg;
+}
+
+/// y = r (W_g x) + b with W_g stored.
+TensorBound deferred_forward(const BlockContext& b, const std::vector<Em>& wg) {
+  const RmsBlockCase& c = b.c;
+  TensorBound t = sized(b.ref.y.size());
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t k = 0; k < c.m; ++k) {
+      Em s;
+      for (int64_t j = 0; j < c.n; ++j) s = b.a.add(s, b.a.mul(wg[k * c.n + j], EmArith::exact(c.x[i * c.n + j])));
+      const Em y = b.a.add(b.a.mul(b.r[i], s), EmArith::exact(c.b.empty() ? 0.0 : c.b[k]));
+      finish(t, static_cast<size_t>(i * c.m + k), y, b.ref.y[i * c.m + k], b.row_regime[i], b.a);
+    }
+  return t;
+}
+
+/// dx = r (W_g^T dy) - ((r r) / n) s x with s = <dy, y_stored - b>; dW and dg through dW_g.
+void deferred_backward(const BlockContext& b, const std::vector<Em>& wg, const TensorBound& y_bound, BlockBound& out) {
+  const RmsBlockCase& c = b.c;
+  const EmArith& a = b.a;
+  out.dx = sized(b.ref.dx.size());
+  for (int64_t i = 0; i < c.rows; ++i) {
+    Em s;
+    for (int64_t k = 0; k < c.m; ++k) {
+      const size_t yk = static_cast<size_t>(i * c.m + k);
+      const Em y{upper_abs(b.ref.y[yk]), y_bound.bound[yk], !std::isfinite(y_bound.bound[yk])};
+      const Em pre_bias = c.b.empty() ? y : a.add(y, EmArith::exact(c.b[k]));
+      s = a.add(s, a.mul(EmArith::exact(c.dy[yk]), pre_bias));
+    }
+    const Em scale = a.mul(a.div(a.mul(b.r[i], b.r[i]), c.n), s);
+    for (int64_t j = 0; j < c.n; ++j) {
+      Em gemm;
+      for (int64_t k = 0; k < c.m; ++k) gemm = a.add(gemm, a.mul(wg[k * c.n + j], EmArith::exact(c.dy[i * c.m + k])));
+      const Em dx = a.add(a.mul(b.r[i], gemm), a.mul(scale, EmArith::exact(c.x[i * c.n + j])));
+      finish(out.dx, static_cast<size_t>(i * c.n + j), dx, b.ref.dx[i * c.n + j], b.row_regime[i], a);
+    }
+  }
+  out.dw = sized(b.ref.dw.size());
+  std::vector<Em> dg(static_cast<size_t>(c.n));
+  for (int64_t k = 0; k < c.m; ++k)
+    for (int64_t j = 0; j < c.n; ++j) {
+      Em dwg;
+      for (int64_t i = 0; i < c.rows; ++i)
+        dwg = a.add(dwg, a.mul(a.mul(b.r[i], EmArith::exact(c.dy[i * c.m + k])), EmArith::exact(c.x[i * c.n + j])));
+      finish(out.dw, static_cast<size_t>(k * c.n + j), a.mul(dwg, EmArith::exact(c.g[j])), b.ref.dw[k * c.n + j],
+             b.all_rows, a);
+      dg[j] = a.add(dg[j], a.mul(EmArith::exact(c.w[k * c.n + j]), dwg));
+    }
+  out.dg = sized(b.ref.dg.size());
+  for (int64_t j = 0; j < c.n; ++j) finish(out.dg, static_cast<size_t>(j), dg[j], b.ref.dg[j], b.all_rows, a);
+}
+
+}  // namespace
+
+BlockBound rms_block_bound(const RmsBlockCase& c, const oracle::CertifiedRmsBlock& ref, BlockForm form, DType accum) {
+  const BoundModel m{StatsModel::rms, c.dtype, accum, SumOrder::sequential, -1, 0};
+  BlockContext b{c, ref, {units_of(m), dtype_info(c.dtype).max_finite, c.dtype}, {}, {}, 0};
+  b.r = reciprocal_rms(c, ref, m, b.a.u, b.row_regime);
+  for (uint8_t reg : b.row_regime) b.all_rows |= reg;
+  BlockBound out;
+  if (form == BlockForm::composed) {
+    const std::vector<Em> u = stored_activations(c, b.r, b.a);
+    out.y = composed_forward(b, u);
+    composed_backward(b, u, out);
+  } else {
+    const std::vector<Em> wg = folded_gain(b);
+    out.y = deferred_forward(b, wg);
+    deferred_backward(b, wg, out.y, out);
+  }
+  return out;
+}
+
+std::string block_bound_id(BlockForm form) {
+  return form == BlockForm::composed ? "BLOCK-COMPOSED" : "BLOCK-DEFERRED";
+}
+
+}  // namespace normcheck

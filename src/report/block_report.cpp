@@ -1,0 +1,96 @@
+#include "report/block_report.hpp"
+
+#include <cmath>
+
+#include "core/bounds.hpp"
+#include "properties/block_generators.hpp"
+#include "report/case_json.hpp"
+#include "report/report.hpp"
+
+namespace normcheck {
+namespace {
+
+nlohmann::json block_worst_json(const BlockRecord& r, size_t index, const std::string& report_path) {
+  if (r.worst.case_index < 0) return nullptr;
+  nlohmann::json j = block_case_to_json(gen::make_rms_block_case(r.generator, r.storage, r.worst.case_seed));
+  j["case_index"] = r.worst.case_index;
+  const int64_t row_length = r.output == "y" ? r.worst.m : r.output == "dx" || r.output == "dw" ? r.worst.n : 0;
+  j["element"] = worst_element_json(r.worst.element, row_length);
+  if (r.output == "dx") j["element"]["cancellation_factor"] = json_number(r.worst.cancellation);
+  j["replay"] = "normcheck replay --report " + report_path + " --block-record " + std::to_string(index);
+  return j;
+}
+
+nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::string& report_path) {
+  nlohmann::json j = {{"op", "linear_rmsnorm"},
+                      {"variant", r.variant},
+                      {"storage", std::string(dtype_info(r.storage).name)},
+                      {"accum", std::string(dtype_info(r.accum).name)},
+                      {"property", "accuracy/" + r.generator},
+                      {"output", r.output},
+                      {"bound_id", r.bound_id},
+                      {"expectation", expectation_name(r.expectation)},
+                      {"known_weak", r.known_weak},
+                      {"verdict", verdict_name(r.cases, r.acc, r.failed(), r.known_weak)},
+                      {"cases", r.cases},
+                      {"failed_cases", r.failed_cases},
+                      {"uncertified_cases", r.uncertified_cases},
+                      {"regimes",
+                       {{"worst_case", regime_names(r.acc.worst_regime())},
+                        {"cancellation_elements", r.acc.regime_count(0)},
+                        {"overflow_elements", r.acc.regime_count(1)},
+                        {"underflow_elements", r.acc.regime_count(2)}}},
+                      {"oracle",
+                       {{"precision_bits", r.oracle_precision_bits},
+                        {"certified_max_err_ulps", r.oracle_max_err_ulps},
+                        {"required_max_err_ulps", kRequiredUlpFraction}}},
+                      {"worst_case", block_worst_json(r, index, report_path)}};
+  j.update(accumulator_json(r.acc));
+  return j;
+}
+
+}  // namespace
+
+nlohmann::json block_suite_json(const BlockSuiteConfig& cfg, const BlockSuiteResult& r, const std::string& report_path) {
+  nlohmann::json records = nlohmann::json::array(), comparison = nlohmann::json::array(),
+                 dtypes = nlohmann::json::array();
+  for (size_t i = 0; i < r.records.size(); ++i) records.push_back(block_record_json(r.records[i], i, report_path));
+  for (const BlockComparisonRow& row : block_comparison(r)) {
+    nlohmann::json j = {{"dtype", std::string(dtype_info(row.dtype).name)},
+                        {"variant", row.variant},
+                        {"output", row.output},
+                        {"cancellation_at_worst_ratio", json_number(row.cancellation_at_worst)}};
+    j.update(accumulator_json(row.acc));
+    comparison.push_back(j);
+  }
+  for (DType d : cfg.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
+  return {{"config",
+           {{"dtypes", dtypes},
+            {"generators", cfg.generators},
+            {"variants", cfg.variants},
+            {"cases_per_generator", cfg.cases_per_generator},
+            {"seed", std::to_string(cfg.seed)}}},
+          {"passed", block_suite_passed(r)},
+          {"cases_planned", r.cases_planned},
+          {"cases_done", r.cases_done},
+          {"records", records},
+          {"comparison", comparison},
+          {"flag_checks", flag_checks_json(r.flag_checks)}};
+}
+
+BlockSuiteConfig block_config_from_json(const nlohmann::json& section) {
+  const auto& c = section.at("config");
+  BlockSuiteConfig cfg;
+  for (const auto& d : c.at("dtypes")) {
+    const auto dt = parse_dtype(d.get<std::string>());
+    if (!dt) throw std::invalid_argument("unknown dtype in block config");
+    cfg.dtypes.push_back(*dt);
+  }
+  cfg.generators = c.at("generators").get<std::vector<std::string>>();
+  cfg.variants = c.at("variants").get<std::vector<std::string>>();
+  cfg.cases_per_generator = c.at("cases_per_generator").get<int>();
+  cfg.seed = std::stoull(c.at("seed").get<std::string>());
+  return cfg;
+}
+
+}  // namespace normcheck

@@ -1,0 +1,234 @@
+#include "suite/block_suite.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "core/bounds_block.hpp"
+#include "oracles/certified_rms_block.hpp"
+#include "properties/block_generators.hpp"
+#include "report/case_json.hpp"
+
+namespace normcheck {
+namespace {
+
+const std::vector<CertifiedValue>& block_reference(const oracle::CertifiedRmsBlock& ref, const std::string& output) {
+  if (output == "y") return ref.y;
+  if (output == "dx") return ref.dx;
+  return output == "dw" ? ref.dw : ref.dg;
+}
+
+const TensorBound& block_bound_of(const BlockBound& b, const std::string& output) {
+  if (output == "y") return b.y;
+  if (output == "dx") return b.dx;
+  return output == "dw" ? b.dw : b.dg;
+}
+
+std::vector<const BlockKernelEntry*> selected_block_kernels(const BlockSuiteConfig& cfg) {
+  std::vector<const BlockKernelEntry*> out;
+  for (const BlockKernelEntry& k : builtin_block_kernels())
+    if (std::find(cfg.dtypes.begin(), cfg.dtypes.end(), k.storage) != cfg.dtypes.end() &&
+        (cfg.variants.empty() || std::find(cfg.variants.begin(), cfg.variants.end(), k.variant) != cfg.variants.end()))
+      out.push_back(&k);
+  return out;
+}
+
+struct Item {
+  DType dtype;
+  size_t generator;
+  int64_t index;
+};
+
+Item item_at(const BlockSuiteConfig& cfg, size_t i) {
+  const size_t cases = static_cast<size_t>(cfg.cases_per_generator), per_dtype = cfg.generators.size() * cases;
+  return {cfg.dtypes[i / per_dtype], (i % per_dtype) / cases, static_cast<int64_t>(i % cases)};
+}
+
+/// One judged output of one variant on one case, with the record it belongs to.
+struct Partial {
+  size_t record;
+  OutputJudgement judgement;
+  double cancellation;
+};
+
+struct ItemResult {
+  RmsBlockCase c;
+  int bits = 0;
+  double err_ulps = 0;
+  bool certified = true;
+  std::vector<Partial> partials;
+};
+
+/// Records in a fixed order: dtype, generator, variant, output.
+std::vector<BlockRecord> plan(const BlockSuiteConfig& cfg, const std::vector<const BlockKernelEntry*>& kernels,
+                              std::map<std::tuple<const BlockKernelEntry*, size_t, std::string>, size_t>& index) {
+  std::vector<BlockRecord> records;
+  for (DType dt : cfg.dtypes)
+    for (size_t g = 0; g < cfg.generators.size(); ++g)
+      for (const BlockKernelEntry* k : kernels) {
+        if (k->storage != dt) continue;
+        const BlockToleranceEntry& t = block_tolerance_for(k->variant);
+        for (const std::string& out : block_outputs()) {
+          BlockRecord r;
+          r.variant = k->variant;
+          r.storage = k->storage;
+          r.accum = k->accum;
+          r.generator = cfg.generators[g];
+          r.output = out;
+          r.bound_id = block_bound_id(t.bound) + "[" + std::string(dtype_info(k->storage).name) + "/" +
+                       std::string(dtype_info(k->accum).name) + "]";
+          r.expectation = t.expectation;
+          r.known_weak = k->known_weak;
+          index[{k, g, out}] = records.size();
+          records.push_back(std::move(r));
+        }
+      }
+  return records;
+}
+
+void journal(const BlockSuiteConfig& cfg, const RmsBlockCase& c, const BlockKernelEntry& k, const OutputJudgement& j,
+             std::mutex& mu) {
+  if (cfg.journal_path.empty()) return;
+  const nlohmann::json line = {{"op", "linear_rmsnorm"},
+                               {"variant", k.variant},
+                               {"accum", std::string(dtype_info(k.accum).name)},
+                               {"output", j.output},
+                               {"case", block_case_to_json(c)},
+                               {"worst", worst_element_json(j.worst, 0)}};
+  std::lock_guard<std::mutex> lock(mu);
+  std::ofstream f(cfg.journal_path, std::ios::app);
+  f << line.dump() << '\n';
+}
+
+ItemResult run_item(const BlockSuiteConfig& cfg, const Item& it, const std::vector<const BlockKernelEntry*>& kernels,
+                    const std::map<std::tuple<const BlockKernelEntry*, size_t, std::string>, size_t>& index,
+                    std::mutex& journal_mu) {
+  ItemResult r;
+  r.c = gen::make_rms_block_case(cfg.generators[it.generator], it.dtype,
+                                 block_case_seed(cfg.seed, it.dtype, it.generator, it.index));
+  const oracle::CertifiedRmsBlock ref = oracle::certified_rms_block(r.c);
+  r.bits = ref.precision_bits;
+  r.err_ulps = ref.max_err_ulps;
+  r.certified = ref.certified;
+  std::map<std::pair<BlockForm, DType>, BlockBound> bounds;  // one bound per (form, accumulator)
+  for (const BlockKernelEntry* k : kernels) {
+    if (k->storage != it.dtype) continue;
+    const BlockToleranceEntry& t = block_tolerance_for(k->variant);
+    auto b = bounds.find({t.bound, k->accum});
+    if (b == bounds.end()) b = bounds.emplace(std::pair{t.bound, k->accum}, rms_block_bound(r.c, ref, t.bound, k->accum)).first;
+    const BlockOutputs out = k->run(r.c);
+    for (const std::string& name : block_outputs()) {
+      OutputJudgement j = judge_tensor(name, block_output(out, name), block_reference(ref, name),
+                                       block_bound_of(b->second, name), nullptr, it.dtype, t.max_ratio);
+      if (j.failed) journal(cfg, r.c, *k, j, journal_mu);
+      const double cancel = name == "dx" && j.worst.index >= 0 ? ref.cancellation[static_cast<size_t>(j.worst.index)] : 0;
+      r.partials.push_back({index.at({k, it.generator, name}), std::move(j), cancel});
+    }
+  }
+  return r;
+}
+
+void merge(const ItemResult& item, int64_t item_index, std::vector<BlockRecord>& records) {
+  for (const Partial& p : item.partials) {
+    BlockRecord& rec = records[p.record];
+    ++rec.cases;
+    if (!item.certified) ++rec.uncertified_cases;
+    if (p.judgement.failed) ++rec.failed_cases;
+    rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, item.err_ulps);
+    rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, item.bits);
+    const double before = rec.acc.max_bound_ratio();
+    rec.acc.merge(p.judgement.acc);
+    if (p.judgement.acc.max_bound_ratio() > before)
+      rec.worst = {item_index, item.c.seed, item.c.rows, item.c.n, item.c.m, block_case_digest(item.c),
+                   p.judgement.worst, p.cancellation};
+  }
+}
+
+}  // namespace
+
+uint64_t block_case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t case_index) {
+  // A fourth derivation word keeps block cases independent of the LayerNorm cases of the same seed.
+  return derive_seed(derive_seed(run_seed, 0xb10c), static_cast<uint64_t>(dt), generator_index,
+                     static_cast<uint64_t>(case_index));
+}
+
+void validate_block_config(const BlockSuiteConfig& cfg) {
+  for (const auto& g : cfg.generators)
+    if (!gen::is_block_generator(g)) throw std::invalid_argument("unknown block generator '" + g + "'");
+  for (const auto& v : cfg.variants) {
+    const auto& t = builtin_block_kernels();
+    if (std::none_of(t.begin(), t.end(), [&](const BlockKernelEntry& k) { return k.variant == v; }))
+      throw std::invalid_argument("unknown block variant '" + v + "'");
+  }
+  if (cfg.cases_per_generator < 1) throw std::invalid_argument("block cases per generator must be >= 1");
+}
+
+std::vector<OutputJudgement> judge_block_case(const BlockKernelEntry& k, const RmsBlockCase& c,
+                                              const oracle::CertifiedRmsBlock& ref) {
+  const BlockToleranceEntry& t = block_tolerance_for(k.variant);
+  const BlockBound b = rms_block_bound(c, ref, t.bound, k.accum);
+  const BlockOutputs out = k.run(c);
+  std::vector<OutputJudgement> result;
+  for (const std::string& name : block_outputs())
+    result.push_back(judge_tensor(name, block_output(out, name), block_reference(ref, name), block_bound_of(b, name),
+                                  nullptr, c.dtype, t.max_ratio));
+  return result;
+}
+
+BlockSuiteResult run_block_suite(const BlockSuiteConfig& cfg) {
+  validate_block_config(cfg);
+  const auto kernels = selected_block_kernels(cfg);
+  std::map<std::tuple<const BlockKernelEntry*, size_t, std::string>, size_t> index;
+  BlockSuiteResult result;
+  result.records = plan(cfg, kernels, index);
+  const size_t total = cfg.dtypes.size() * cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator);
+  result.cases_planned = static_cast<int64_t>(total);
+  std::vector<std::optional<ItemResult>> done(total);
+  std::atomic<size_t> next{0};
+  std::mutex journal_mu;
+  auto worker = [&] {
+    for (size_t i; !stop_requested() && (i = next++) < total;) done[i] = run_item(cfg, item_at(cfg, i), kernels, index, journal_mu);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::max(1, cfg.threads); ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (size_t i = 0; i < total; ++i)
+    if (done[i]) {
+      merge(*done[i], static_cast<int64_t>(i), result.records);
+      ++result.cases_done;
+    }
+  result.interrupted = result.cases_done < result.cases_planned;
+  std::vector<FlagView> views;
+  for (const BlockRecord& r : result.records) views.push_back({r.variant, r.storage, r.generator, r.cases, r.failed()});
+  result.flag_checks = evaluate_flags(cfg.dtypes, views);
+  return result;
+}
+
+std::vector<BlockComparisonRow> block_comparison(const BlockSuiteResult& r) {
+  std::vector<BlockComparisonRow> rows;
+  for (const BlockRecord& rec : r.records) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const BlockComparisonRow& row) {
+      return row.dtype == rec.storage && row.variant == rec.variant && row.output == rec.output;
+    });
+    if (it == rows.end()) it = rows.insert(rows.end(), {rec.storage, rec.variant, rec.output, {}, 0});
+    const double before = it->acc.max_ulp();
+    it->acc.merge(rec.acc);
+    if (rec.acc.max_ulp() > before) it->cancellation_at_worst = rec.worst.cancellation;
+  }
+  return rows;
+}
+
+bool block_suite_passed(const BlockSuiteResult& r) {
+  for (const BlockRecord& rec : r.records)
+    if (rec.expectation == Expectation::must_pass && rec.failed()) return false;
+  for (const FlagCheck& f : r.flag_checks)
+    if (!f.caught()) return false;
+  return !r.interrupted;
+}
+
+}  // namespace normcheck
