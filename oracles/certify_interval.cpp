@@ -1,5 +1,6 @@
 #include "oracles/certify_interval.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -62,7 +63,14 @@ CertifiedValue certify_interval(mpfi_srcptr v, DType dtype) {
   const double r_right = round_mpfr_to_dtype(right.v, dtype);
   out.rounding_certain = r_left == r_right && std::signbit(r_left) == std::signbit(r_right);
   // Scale tiny values up by a power of two (exact) so hi, lo and rad stay normal doubles.
-  const mpfr_exp_t e = mpfr_zero_p(mid.v) ? 0 : mpfr_get_exp(mid.v);
+  // An enclosure centred on exactly 0 (an exact zero computed through cancellations) is scaled
+  // by its wider endpoint, so that its radius stays representable below denorm_min.
+  mpfr_exp_t e = 0;
+  if (!mpfr_zero_p(mid.v))
+    e = mpfr_get_exp(mid.v);
+  else if (!mpfr_zero_p(left.v) || !mpfr_zero_p(right.v))
+    e = std::max(mpfr_zero_p(left.v) ? mpfr_exp_t{-1} << 40 : mpfr_get_exp(left.v),
+                 mpfr_zero_p(right.v) ? mpfr_exp_t{-1} << 40 : mpfr_get_exp(right.v));
   out.scale = e < kTinyExponent ? static_cast<int>(e) : 0;
   for (mpfr_ptr p : {left.v, right.v, mid.v}) mpfr_div_2si(p, p, out.scale, MPFR_RNDN);
   out.hi = mpfr_get_d(mid.v, MPFR_RNDN);

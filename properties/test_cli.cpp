@@ -10,40 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-namespace fs = std::filesystem;
+#include "properties/cli_harness.hpp"
 
 namespace {
 
-struct Outcome {
-  int exit_code;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-fs::path scratch() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("normcheck_cli_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-/// Runs normcheck with `args`; captures stdout, stderr and the exit status.
-Outcome normcheck(const std::string& args) {
-  const fs::path out = scratch() / "stdout", err = scratch() / "stderr";
-  const std::string cmd = std::string(NORMCHECK_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, slurp(out), slurp(err)};
-}
-
 nlohmann::json load(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
 
-/// Records without the replay command (which names the report path).
 /// Every record of the run (per-op records and block records), without the path-dependent replay line.
 nlohmann::json comparable_records(const nlohmann::json& report) {
   nlohmann::json r = report.at("records");
@@ -65,7 +37,7 @@ TEST(Cli, BadInputGetsOneLineAndExitTwo) {
                            "run --dtypes f8", "run --ops softmax", "run --kernels fastest", "run --generators nope",
                            "run --suite nightly_of_doom", "run --bogus", "run --threads 0", "frobnicate", "",
                            "replay --report /nonexistent.json --record 0"}) {
-    const Outcome o = normcheck(args);
+    const Outcome o = run_cli(args);
     EXPECT_EQ(o.exit_code, 2) << args;
     EXPECT_EQ(lines(o.err), 1) << args << ": " << o.err;
     EXPECT_NE(o.err.find("error"), std::string::npos) << args;
@@ -74,7 +46,7 @@ TEST(Cli, BadInputGetsOneLineAndExitTwo) {
 
 TEST(Cli, QuickSuitePassesWritesReportAndValidatesAgainstSchema) {
   const fs::path report = scratch() / "quick.json";
-  const Outcome o = normcheck(kQuick + "--threads 2 --out " + report.string());
+  const Outcome o = run_cli(kQuick + "--threads 2 --out " + report.string());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   const auto j = load(report);
   EXPECT_TRUE(j.at("run").at("complete").get<bool>());
@@ -90,22 +62,22 @@ TEST(Cli, QuickSuitePassesWritesReportAndValidatesAgainstSchema) {
 
 TEST(Cli, SameSeedSameRecordsForOneAndTwoThreads) {
   const fs::path a = scratch() / "t1.json", b = scratch() / "t2.json";
-  ASSERT_EQ(normcheck(kQuick + "--threads 1 --out " + a.string()).exit_code, 0);
-  ASSERT_EQ(normcheck(kQuick + "--threads 2 --out " + b.string()).exit_code, 0);
+  ASSERT_EQ(run_cli(kQuick + "--threads 1 --out " + a.string()).exit_code, 0);
+  ASSERT_EQ(run_cli(kQuick + "--threads 2 --out " + b.string()).exit_code, 0);
   EXPECT_EQ(comparable_records(load(a)), comparable_records(load(b)));
   const fs::path c = scratch() / "seed2.json";
-  ASSERT_EQ(normcheck(kQuick + "--seed 2 --out " + c.string()).exit_code, 0);
+  ASSERT_EQ(run_cli(kQuick + "--seed 2 --out " + c.string()).exit_code, 0);
   EXPECT_NE(comparable_records(load(a)), comparable_records(load(c)));
 }
 
 TEST(Cli, ReplayReproducesRecordedWorstElements) {
   const fs::path report = scratch() / "replay.json";
-  ASSERT_EQ(normcheck(kQuick + "--out " + report.string()).exit_code, 0);
+  ASSERT_EQ(run_cli(kQuick + "--out " + report.string()).exit_code, 0);
   const auto j = load(report);
   int replayed = 0;
   for (size_t i = 0; i < j.at("records").size() && replayed < 6; i += 37) {
     if (j["records"][i]["worst_case"].is_null()) continue;
-    const Outcome o = normcheck("replay --report " + report.string() + " --record " + std::to_string(i));
+    const Outcome o = run_cli("replay --report " + report.string() + " --record " + std::to_string(i));
     EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
     EXPECT_NE(o.out.find(j["records"][i]["worst_case"]["element"]["kernel"].get<std::string>()), std::string::npos);
     EXPECT_NE(o.out.find("reproduces"), std::string::npos);
@@ -116,26 +88,26 @@ TEST(Cli, ReplayReproducesRecordedWorstElements) {
 
 TEST(Cli, ReplayRejectsTamperedMalformedAndOutOfRangeReports) {
   const fs::path report = scratch() / "tamper.json";
-  ASSERT_EQ(normcheck(kQuick + "--dtypes f32 --out " + report.string()).exit_code, 0);
+  ASSERT_EQ(run_cli(kQuick + "--dtypes f32 --out " + report.string()).exit_code, 0);
   auto j = load(report);
   size_t idx = 0;
   while (j["records"][idx]["worst_case"].is_null() || !j["records"][idx]["worst_case"].contains("x")) ++idx;
   j["records"][idx]["worst_case"]["x"][0] = "0x1.8p+3";
   const fs::path tampered = scratch() / "tampered.json";
   std::ofstream(tampered) << j.dump();
-  Outcome o = normcheck("replay --report " + tampered.string() + " --record " + std::to_string(idx));
+  Outcome o = run_cli("replay --report " + tampered.string() + " --record " + std::to_string(idx));
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("digest"), std::string::npos) << o.err;
   const fs::path garbage = scratch() / "garbage.json";
   std::ofstream(garbage) << "{\"records\": [1, 2";
-  EXPECT_EQ(normcheck("replay --report " + garbage.string() + " --record 0").exit_code, 2);
-  EXPECT_EQ(normcheck("replay --report " + report.string() + " --record 999999").exit_code, 2);
+  EXPECT_EQ(run_cli("replay --report " + garbage.string() + " --record 0").exit_code, 2);
+  EXPECT_EQ(run_cli("replay --report " + report.string() + " --record 999999").exit_code, 2);
 }
 
 TEST(Cli, ExitOneWhenTheHarnessFailsToCatchAWeakKernel) {
   // With n = 1 the one-pass variance is exact, so its flag expectation cannot be met: exit 1.
   const fs::path report = scratch() / "uncaught.json";
-  const Outcome o = normcheck("run --quiet --kernels one_pass --generators large_mean --n 1 --cases 2 --dtypes f32 --out " +
+  const Outcome o = run_cli("run --quiet --kernels one_pass --generators large_mean --n 1 --cases 2 --dtypes f32 --out " +
                               report.string());
   EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
   EXPECT_FALSE(load(report).at("run").at("passed").get<bool>());
@@ -154,7 +126,7 @@ TEST(Cli, InterruptedRunStillWritesAValidPartialReport) {
 }
 
 TEST(Cli, ListNamesEveryDtypeAndKernel) {
-  const Outcome o = normcheck("list");
+  const Outcome o = run_cli("list");
   EXPECT_EQ(o.exit_code, 0);
   for (const char* s : {"f16", "bf16", "f32", "f64", "two_pass", "welford", "one_pass", "two_pass_storage_accum",
                         "large_mean", "default", "quick"})
@@ -162,35 +134,35 @@ TEST(Cli, ListNamesEveryDtypeAndKernel) {
 }
 
 TEST(Cli, BoundsPrintsFormulaConstantsAndSampleAsTextAndJson) {
-  const Outcome text = normcheck("bounds --op layernorm_backward --kernel welford --dtype bf16 --n 64 --rows 4");
+  const Outcome text = run_cli("bounds --op layernorm_backward --kernel welford --dtype bf16 --n 64 --rows 4");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   for (const char* s : {"LN-WELFORD-SEQ", "e_mu", "gamma_sum", "u_s", "dgamma", "observed error/bound"})
     EXPECT_NE(text.out.find(s), std::string::npos) << s;
-  const Outcome json = normcheck("bounds --kernel one_pass --dtype f32 --n 100 --json");
+  const Outcome json = run_cli("bounds --kernel one_pass --dtype f32 --n 100 --json");
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto j = nlohmann::json::parse(json.out);
   EXPECT_EQ(j.at("bound_id"), "LN-ONEPASS-SEQ");
   EXPECT_GE(j.at("constants").size(), 8u);
   EXPECT_GT(j.at("sample").at("outputs").at("y").at("max_bound").get<double>(), 0.0);
-  EXPECT_EQ(normcheck("bounds --kernel fastest").exit_code, 2);
-  EXPECT_EQ(normcheck("bounds --n 0").exit_code, 2);
+  EXPECT_EQ(run_cli("bounds --kernel fastest").exit_code, 2);
+  EXPECT_EQ(run_cli("bounds --n 0").exit_code, 2);
 }
 
 TEST(Cli, SearchReportsRatiosAndWritesACorpus) {
   const fs::path corpus = scratch() / "corpus.txt";
-  const Outcome o = normcheck("search --kernels two_pass --dtypes f64 --rows 1 --n 8 --restarts 2 --iterations 20 --out " +
+  const Outcome o = run_cli("search --kernels two_pass --dtypes f64 --rows 1 --n 8 --restarts 2 --iterations 20 --out " +
                               corpus.string());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("layernorm_forward"), std::string::npos);
   const std::string written = slurp(corpus);
   EXPECT_NE(written.find("op=layernorm_forward output=y variant=two_pass dtype=f64 rows=1 n=8"), std::string::npos);
-  EXPECT_EQ(normcheck("search --dtypes f7").exit_code, 2);
-  EXPECT_EQ(normcheck("search --rows 0").exit_code, 2);
+  EXPECT_EQ(run_cli("search --dtypes f7").exit_code, 2);
+  EXPECT_EQ(run_cli("search --rows 0").exit_code, 2);
 }
 
 TEST(Cli, RunJudgesTheBlockFormsPerDtypeFlagsTheDefectAndReplaysBlockRecords) {
   const fs::path out = scratch() / "block.json";
-  const Outcome o = normcheck("run --ops linear_rmsnorm --block-cases 1 --threads 2 --out " + out.string());
+  const Outcome o = run_cli("run --ops linear_rmsnorm --block-cases 1 --threads 2 --out " + out.string());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("composed vs deferred"), std::string::npos);
   const auto j = load(out);
@@ -210,7 +182,7 @@ TEST(Cli, RunJudgesTheBlockFormsPerDtypeFlagsTheDefectAndReplaysBlockRecords) {
   for (const auto& f : b.at("flag_checks")) EXPECT_TRUE(f.at("caught").get<bool>()) << f.dump();
   int replayed = 0;
   for (size_t i = 0; i < b.at("records").size() && replayed < 4; i += 23) {
-    const Outcome r = normcheck("replay --report " + out.string() + " --block-record " + std::to_string(i));
+    const Outcome r = run_cli("replay --report " + out.string() + " --block-record " + std::to_string(i));
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("reproduces"), std::string::npos) << r.out;
     ++replayed;
@@ -229,11 +201,11 @@ TEST(Cli, RunJudgesTheBlockFormsPerDtypeFlagsTheDefectAndReplaysBlockRecords) {
     wc["case_seed"] = "12345";
   const fs::path bad = scratch() / "block_tampered.json";
   std::ofstream(bad) << tampered.dump();
-  const Outcome t = normcheck("replay --report " + bad.string() + " --block-record 0");
+  const Outcome t = run_cli("replay --report " + bad.string() + " --block-record 0");
   EXPECT_EQ(t.exit_code, 2);
   EXPECT_NE(t.err.find("digest"), std::string::npos) << t.err;
-  EXPECT_EQ(normcheck("run --ops linear_rmsnorm --block-generators nope").exit_code, 2);
-  EXPECT_EQ(normcheck("run --ops layernorm_forward --kernels composed").exit_code, 2);
-  EXPECT_EQ(normcheck("replay --report " + out.string() + " --block-record 99999").exit_code, 2);
-  EXPECT_EQ(normcheck("replay --report " + out.string()).exit_code, 2);
+  EXPECT_EQ(run_cli("run --ops linear_rmsnorm --block-generators nope").exit_code, 2);
+  EXPECT_EQ(run_cli("run --ops layernorm_forward --kernels composed").exit_code, 2);
+  EXPECT_EQ(run_cli("replay --report " + out.string() + " --block-record 99999").exit_code, 2);
+  EXPECT_EQ(run_cli("replay --report " + out.string()).exit_code, 2);
 }

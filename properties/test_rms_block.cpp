@@ -70,8 +70,11 @@ TEST(RmsBlock, TheBiasDefectIsFlaggedWheneverItExceedsTheBound) {
       const bool must_flag = defect_exceeds_bound(c, ref);
       detectable += must_flag;
       for (const OutputJudgement& j : judge_block_case(kernel("deferred_bias_in_correction", dt), c, ref)) {
-        if (j.output != "dx") EXPECT_FALSE(j.failed) << j.output;  // only the correction scalar is wrong
-        else if (must_flag) EXPECT_TRUE(j.failed) << dtype_info(dt).name << " seed " << seed;
+        if (j.output != "dx") {
+          EXPECT_FALSE(j.failed) << j.output;  // only the correction scalar is wrong
+        } else if (must_flag) {
+          EXPECT_TRUE(j.failed) << dtype_info(dt).name << " seed " << seed;
+        }
       }
     }
     // The defect is (1/n) sqrt(m) |b| relative to dx: below bf16's resolution for wide rows, so

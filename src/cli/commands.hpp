@@ -49,7 +49,24 @@ struct BoundsOptions {
 };
 
 
+struct ContractOptions {
+  std::string in, out, dtype = "f32", certificate;
+  double eps = 1e-5;
+  std::string producer = "0", norm = "1";
+  std::vector<std::string> consumers = {"2"};
+  int samples = 64;
+  uint64_t seed = 1;
+};
+
+struct ExampleBlockOptions {
+  std::string out, dtype = "f32", generator = "random";
+  int64_t d = 6, n = 10, m = 4;
+  uint64_t seed = 1;
+};
+
 int run_command(const RunOptions& o, const std::string& command_line);
+int contract_command(const ContractOptions& o);
+int example_block_command(const ExampleBlockOptions& o);
 int search_command(const SearchOptions& o);
 int bounds_command(const BoundsOptions& o);
 int replay_command(const ReplayOptions& o);

@@ -56,6 +56,30 @@ void add_bounds_options(CLI::App& b, normcheck::cli::BoundsOptions& o) {
   b.add_flag("--json", o.json, "JSON instead of text");
 }
 
+void add_contract_options(CLI::App& c, normcheck::cli::ContractOptions& o) {
+  c.add_option("--in", o.in, "safetensors file with the Linear -> LayerNorm -> Linear block")->required();
+  c.add_option("--out", o.out, "safetensors file for R, D.<consumer>, c.<consumer>")->required();
+  c.add_option("--dtype", o.dtype, "storage dtype of D, R, c: f16, bf16, f32, f64");
+  c.add_option("--eps", o.eps, "the LayerNorm's eps (not stored in state dicts; default 1e-5)");
+  c.add_option("--producer", o.producer, "module name of the first Linear (default 0)");
+  c.add_option("--norm", o.norm, "module name of the LayerNorm (default 1)");
+  c.add_option("--consumers", o.consumers, "module names of the downstream Linears sharing the norm (default 2)")
+      ->delimiter(',');
+  c.add_option("--certificate", o.certificate, "certificate path (default <out>.certificate.json)");
+  c.add_option("--samples", o.samples, "random inputs of the certificate")->check(CLI::Range(1, 100000));
+  c.add_option("--seed", o.seed, "seed of the certificate's inputs");
+}
+
+void add_example_block_options(CLI::App& c, normcheck::cli::ExampleBlockOptions& o) {
+  c.add_option("--out", o.out, "safetensors file to write")->required();
+  c.add_option("--dtype", o.dtype, "parameter dtype");
+  c.add_option("--generator", o.generator, "contraction generator (random, no_bias, signed_gamma, no_affine, ...)");
+  c.add_option("--d", o.d, "inputs")->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  c.add_option("--n", o.n, "LayerNorm features")->check(CLI::Range(int64_t{2}, int64_t{4096}));
+  c.add_option("--m", o.m, "outputs")->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  c.add_option("--seed", o.seed, "seed");
+}
+
 std::string joined_args(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
@@ -80,6 +104,12 @@ int main(int argc, char** argv) {
   normcheck::cli::SearchOptions search_opts;
   CLI::App* search = app.add_subcommand("search", "search for inputs maximizing |error| / own a priori bound");
   add_search_options(*search, search_opts);
+  normcheck::cli::ContractOptions contract_opts;
+  CLI::App* contract = app.add_subcommand("contract", "QR-contract a Linear -> LayerNorm -> Linear block (safetensors)");
+  add_contract_options(*contract, contract_opts);
+  normcheck::cli::ExampleBlockOptions example_opts;
+  CLI::App* example = app.add_subcommand("example-block", "write a random Linear -> LayerNorm -> Linear block (safetensors)");
+  add_example_block_options(*example, example_opts);
   normcheck::cli::BoundsOptions bounds_opts;
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
   add_bounds_options(*bounds, bounds_opts);
@@ -99,6 +129,8 @@ int main(int argc, char** argv) {
     if (*list) return normcheck::cli::list_command();
     if (*search) return normcheck::cli::search_command(search_opts);
     if (*bounds) return normcheck::cli::bounds_command(bounds_opts);
+    if (*contract) return normcheck::cli::contract_command(contract_opts);
+    if (*example) return normcheck::cli::example_block_command(example_opts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return normcheck::cli::kExitBadInput;

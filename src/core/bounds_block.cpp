@@ -1,57 +1,16 @@
-// Bounds for the block Linear o RMSNorm (docs/bounds.md section 11). Each quantity the kernel
-// computes is tracked as a pair (mag, err): mag bounds |exact value|, err bounds |computed - exact|.
-// The rules (section 11.1) are rigorous, second-order terms included:
-//   product   |fl(a_hat b_hat) - ab| <= |a| e_b + e_a |b| + e_a e_b + u (|a||b| + that) + eta
-//   sum       |fl(a_hat + b_hat) - (a + b)| <= e_a + e_b + u (|a| + |b| + e_a + e_b)
-//   store     Accum -> Storage adds u_s (mag + err) + eta_s when the store rounds
-// and follow the kernels of src/kernels/rms_block.hpp operation by operation, in their order.
+// Bounds for the block Linear o RMSNorm (docs/bounds.md section 11): (magnitude, error) pairs
+// (core/error_pairs.hpp) following the kernels of src/kernels/rms_block.hpp operation by
+// operation, in their order.
 #include "core/bounds_block.hpp"
 
 #include "core/bounds_model.hpp"
+#include "core/error_pairs.hpp"
 
 namespace normcheck {
 
 using namespace bounds_detail;
 
 namespace {
-
-/// |exact| <= mag, |computed - exact| <= err; `over`: an intermediate may have overflowed.
-struct Em {
-  double mag = 0, err = 0;
-  bool over = false;
-};
-
-bool reaches(double upper, double limit) { return !(upper < limit); }
-
-/// The rounding rules of one accumulator and storage pair.
-struct EmArith {
-  Units u;
-  double max_s;
-  DType storage;
-
-  static Em exact(double v) { return {std::fabs(v), 0, false}; }
-
-  Em mul(const Em& a, const Em& b) const {
-    const double mag = a.mag * b.mag, e = a.mag * b.err + a.err * b.mag + a.err * b.err;
-    const double err = e + u.ua * (mag + e) + u.eta_a;
-    return {mag, err, a.over || b.over || reaches(mag + err, u.max_a)};
-  }
-  Em add(const Em& a, const Em& b) const {
-    const double mag = a.mag + b.mag, e = a.err + b.err;
-    const double err = e + u.ua * (mag + e);
-    return {mag, err, a.over || b.over || reaches(mag + err, u.max_a)};
-  }
-  /// Division by the integer k (exact in the accumulator): relative error division_error(k).
-  Em div(const Em& a, int64_t k) const {
-    const double kk = static_cast<double>(k), mag = a.mag / kk, e = a.err / kk;
-    return {mag, e + division_error(k, u) * (mag + e) + u.eta_a, a.over};
-  }
-  /// An intermediate stored in the storage dtype (an exact conversion when Storage == Accum).
-  Em store(const Em& a) const {
-    const double err = u.store_rounds ? a.err + u.us * (a.mag + a.err) + u.eta_s : a.err;
-    return {a.mag, err, a.over || reaches(a.mag + err, max_s)};
-  }
-};
 
 /// The row statistics error of every row, through the RMSNorm bound's model (section 10.1).
 std::vector<Em> reciprocal_rms(const RmsBlockCase& c, const oracle::CertifiedRmsBlock& ref, const BoundModel& m,

@@ -1,0 +1,4 @@
+// The contraction oracle on MPFI with 150 decimal digits (one multiprecision type per TU).
+#include "oracles/contraction_certify_impl.hpp"
+
+NORMCHECK_DEFINE_MPFI_CONTRACTION_ORACLE(150)

@@ -1,0 +1,21 @@
+// The contraction oracle on MPFI with 50 decimal digits (one multiprecision type per TU).
+#include "oracles/contraction_certify_impl.hpp"
+
+NORMCHECK_DEFINE_MPFI_CONTRACTION_ORACLE(50)
+
+namespace normcheck::oracle {
+
+CoefficientError coefficient_error(const AffineLnAffine& blk, const StoredContraction& s) {
+  return detail::coefficient_error<detail::MpfiInterval<50>>(blk, s);
+}
+
+CertifiedAffineLn certified_affine_ln(const ContractionCase& c, bool with_vjp) {
+  CertifiedAffineLn r;
+  for (auto level : {evaluate_affine_ln_mpfi50, evaluate_affine_ln_mpfi150, evaluate_affine_ln_mpfi400}) {
+    r = level(c, with_vjp);
+    if (r.certified) break;
+  }
+  return r;
+}
+
+}  // namespace normcheck::oracle

@@ -1,0 +1,173 @@
+// Issue 5, real weights: safetensors reading (malformed files rejected with one line), the
+// shipped fixture's round trip, and `normcheck contract` with its certificate recomputed here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "contraction/block_io.hpp"
+#include "contraction/certificate.hpp"
+#include "properties/cli_harness.hpp"
+#include "properties/contraction_generators.hpp"
+
+using namespace normcheck;
+
+namespace {
+
+const std::string kFixture = std::string(NORMCHECK_SOURCE_DIR) + "/properties/fixtures/linear_ln_linear.safetensors";
+
+std::string fixture_bytes() { return slurp(kFixture); }
+
+/// A file with header `json` and `data` bytes.
+std::string with_header(const std::string& json, const std::string& data) {
+  std::string out;
+  for (int b = 0; b < 8; ++b) out.push_back(static_cast<char>((json.size() >> (8 * b)) & 0xffu));
+  return out + json + data;
+}
+
+void expect_rejected(const std::string& bytes, const char* needle) {
+  try {
+    parse_safetensors(bytes, "test");
+    ADD_FAILURE() << "accepted, expected: " << needle;
+  } catch (const SafetensorsError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST(Safetensors, FixtureIsMadeByTheProjectAndRoundTripsBitForBit) {
+  // The fixture is `normcheck example-block --d 12 --n 48 --m 8 --seed 2026`: regenerate and compare.
+  const fs::path again = scratch() / "again.safetensors";
+  ASSERT_EQ(run_cli("example-block --d 12 --n 48 --m 8 --seed 2026 --out " + again.string()).exit_code, 0);
+  EXPECT_EQ(slurp(again), fixture_bytes());
+  const SafetensorsFile f = read_safetensors(kFixture);
+  EXPECT_EQ(serialize_safetensors(f), fixture_bytes());
+  ASSERT_EQ(f.tensors.size(), 6u);
+  EXPECT_EQ(f.tensors.at("0.weight").shape, (std::vector<int64_t>{48, 12}));
+  DType source;
+  const AffineLnAffine blk = block_from_safetensors(f, {}, 1e-5, source);
+  EXPECT_EQ(source, DType::f32);
+  EXPECT_EQ(blk.d, 12);
+  EXPECT_EQ(blk.n, 48);
+  EXPECT_EQ(blk.m, 8);
+}
+
+TEST(Safetensors, MalformedFilesAreRejectedWithOneLine) {
+  const std::string good = fixture_bytes();
+  expect_rejected("", "shorter than 8 bytes");
+  expect_rejected(good.substr(0, good.size() - 4), "outside");
+  std::string huge = good;
+  huge[6] = 1;  // header length ~ 2^48
+  expect_rejected(huge, "header length");
+  expect_rejected(with_header("{not json", ""), "not valid JSON");
+  expect_rejected(with_header("[1,2]", ""), "not a JSON object");
+  expect_rejected(with_header(R"({"w":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}})", "x"), "dtype 'I8'");
+  expect_rejected(with_header(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", "abcd"), "4 bytes");
+  expect_rejected(with_header(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "abcd"), "dimension");
+  expect_rejected(with_header(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcdefgh"), "trailing");
+  expect_rejected(with_header(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"v":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                              "abcd"),
+                  "overlaps");
+  expect_rejected(with_header(R"({"w":{"dtype":"F32","shape":[1]}})", ""), "lacks");
+  const float nan = NAN;
+  std::string nan_bytes(4, '\0');
+  std::memcpy(nan_bytes.data(), &nan, 4);
+  expect_rejected(with_header(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", nan_bytes), "not finite");
+}
+
+TEST(Safetensors, BlockExtractionChecksNamesAndShapes) {
+  SafetensorsFile f = read_safetensors(kFixture);
+  DType source;
+  SafetensorsFile missing = f;
+  missing.tensors.erase("0.weight");
+  EXPECT_THROW(block_from_safetensors(missing, {}, 1e-5, source), SafetensorsError);
+  SafetensorsFile wrong = f;
+  wrong.tensors["1.weight"].shape = {47};
+  wrong.tensors["1.weight"].values.pop_back();
+  EXPECT_THROW(block_from_safetensors(wrong, {}, 1e-5, source), SafetensorsError);
+  SafetensorsFile mismatched = f;
+  mismatched.tensors["2.weight"].shape = {16, 24};
+  EXPECT_THROW(block_from_safetensors(mismatched, {}, 1e-5, source), SafetensorsError);
+  EXPECT_THROW(block_from_safetensors(f, {}, 0.0, source), SafetensorsError);  // eps <= 0
+  // Absent biases and LayerNorm parameters are allowed.
+  SafetensorsFile bare = f;
+  for (const char* n : {"0.bias", "1.weight", "1.bias", "2.bias"}) bare.tensors.erase(n);
+  const AffineLnAffine blk = block_from_safetensors(bare, {}, 1e-5, source);
+  EXPECT_TRUE(blk.a.empty() && blk.gamma.empty() && blk.beta.empty() && blk.b.empty());
+}
+
+TEST(Safetensors, ContractWritesCoefficientsAndACertificateWhoseNumbersRecompute) {
+  const fs::path out = scratch() / "contracted_f16.safetensors", cert = scratch() / "cert.json";
+  const Outcome o = run_cli("contract --in " + kFixture + " --out " + out.string() + " --dtype f16 --samples 16 --certificate " +
+                              cert.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const SafetensorsFile f = read_safetensors(out.string());
+  const auto& R = f.tensors.at("R");
+  EXPECT_EQ(R.dtype, DType::f16);
+  EXPECT_EQ(R.shape, (std::vector<int64_t>{13, 13}));  // k = min(48, 13)
+  EXPECT_EQ(f.tensors.at("D.2").shape, (std::vector<int64_t>{8, 13}));
+  EXPECT_EQ(f.tensors.at("c.2").shape, (std::vector<int64_t>{8}));
+  EXPECT_EQ(f.metadata.at("n"), "48");
+  EXPECT_EQ(std::stod(f.metadata.at("eps")), 1e-5);
+  for (int64_t l = 0; l < 13; ++l)
+    for (int64_t q = 0; q < l; ++q) EXPECT_EQ(R.values[l * 13 + q], 0.0);  // upper triangular
+  const auto j = nlohmann::json::parse(slurp(cert));
+  EXPECT_TRUE(j.at("passed").get<bool>());
+  // Parameter counts, recomputed from the shapes: N_old = n (d + m + 3) + m, N_new = m (d+1) + k (d+1) + m.
+  EXPECT_EQ(j.at("parameters").at("n_old").get<int64_t>(), 48 * (12 + 8 + 3) + 8);
+  EXPECT_EQ(j.at("parameters").at("n_new").get<int64_t>(), 8 * 13 + 13 * 13 + 8);
+  // The overflow margin: max |coefficient| / 65504, within f16 rounding of the stored values.
+  double max_stored = 0;
+  for (const auto& [name, t] : f.tensors)
+    for (double v : t.values) max_stored = std::max(max_stored, std::fabs(v));
+  EXPECT_NEAR(j.at("storage").at("overflow_margin").get<double>(), max_stored / 65504, max_stored / 65504 * 0x1p-10);
+  EXPECT_EQ(j.at("inputs").at("random").get<int>(), 16);
+  EXPECT_EQ(j.at("contracted").at("f").at("elements").get<int64_t>(), (16 + 5) * 8);
+  EXPECT_EQ(j.at("contracted").at("f").at("bound_violations").get<int64_t>(), 0);
+  EXPECT_GT(j.at("original").at("f").at("elements").get<int64_t>(), 0);
+}
+
+TEST(Safetensors, ContractRejectsOverflowAndMalformedInputWithoutWriting) {
+  // W scaled by 2^20: D = W diag(gamma) T overflows f16 but not f32.
+  SafetensorsFile f = read_safetensors(kFixture);
+  for (double& w : f.tensors.at("2.weight").values) w = std::ldexp(w, 20);
+  const fs::path big = scratch() / "big.safetensors", out = scratch() / "never.safetensors";
+  write_safetensors(big.string(), f);
+  fs::remove(out);
+  Outcome o = run_cli("contract --in " + big.string() + " --out " + out.string() + " --dtype f16");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("overflows f16"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".certificate.json"));
+  EXPECT_EQ(run_cli("contract --in " + big.string() + " --out " + out.string() + " --dtype f32 --samples 4").exit_code, 0);
+  const fs::path garbage = scratch() / "garbage.safetensors";
+  std::ofstream(garbage) << "not a safetensors file at all";
+  fs::remove(out);
+  o = run_cli("contract --in " + garbage.string() + " --out " + out.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(run_cli("contract --in " + kFixture + " --out " + out.string() + " --dtype f8").exit_code, 2);
+  EXPECT_EQ(run_cli("contract --in " + kFixture + " --out " + out.string() + " --eps 0").exit_code, 2);
+  EXPECT_EQ(run_cli("contract --in " + kFixture + " --out " + out.string() + " --consumers 7").exit_code, 2);
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(Safetensors, SharedConsumersGetOneRAndTheirOwnDAndC) {
+  ContractionCase c = gen::make_contraction_case("shared_consumers", DType::f32, 3, {5, 9, 6, 1, true});
+  ASSERT_EQ(c.block.consumer_rows.size(), 2u);
+  BlockNames names;
+  names.consumers = {"q", "kv"};
+  const fs::path in = scratch() / "shared.safetensors", out = scratch() / "shared_c.safetensors";
+  write_safetensors(in.string(), block_to_safetensors(c.block, DType::f32, names));
+  const Outcome o = run_cli("contract --in " + in.string() + " --out " + out.string() + " --consumers q,kv --samples 4");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const SafetensorsFile f = read_safetensors(out.string());
+  EXPECT_EQ(f.tensors.count("R"), 1u);
+  EXPECT_EQ(f.tensors.at("D.q").shape[0] + f.tensors.at("D.kv").shape[0], 6);
+  EXPECT_EQ(f.tensors.count("c.kv"), 1u);
+}

@@ -1,0 +1,34 @@
+#pragma once
+/// The converter under test (seed: qr-contraction-across-layernorm): the real transformation a
+/// user runs. Conversion in float64 with Eigen's Householder QR, coefficients stored in the
+/// storage dtype; the original divisor n and eps retained.
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/contraction_case.hpp"
+
+namespace normcheck {
+
+/// One clear line: malformed block, non-finite parameters, or a coefficient that overflows the
+/// storage dtype. Nothing is produced (or written) when it is thrown.
+struct ConversionError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// D (m x (d+1)), R (k x (d+1)), c (m), row-major, as exact values of the storage dtype.
+struct ContractedBlock {
+  DType storage = DType::f32;
+  int64_t d = 0, n = 0, m = 0, k = 0;
+  double eps = 0;
+  std::vector<double> D, R, c;
+  std::vector<int64_t> consumer_rows;  ///< D and c rows per consumer (one shared R)
+  double max_abs_coefficient = 0;      ///< largest |coefficient| before storage rounding
+  /// max |coefficient| / largest finite value of the storage dtype (< 1: no overflow)
+  double overflow_margin() const;
+};
+
+/// Converts in float64 and stores in `storage`; throws ConversionError.
+ContractedBlock contract_block(const AffineLnAffine& blk, DType storage);
+
+}  // namespace normcheck
