@@ -34,10 +34,12 @@ struct StoredContraction {
   int64_t d = 0, n = 0, m = 0, k = 0;
   double eps = 0;
   std::vector<double> D, R, c;
+  std::vector<double> R64;  ///< R before the storage rounding (float64), for the Gram error
 };
 
-/// Certified upper bounds of |D_hat - D| (m x (d+1)), |c_hat - c| (m) and |R_hat^T R_hat - T^T T|
-/// ((d+1) x (d+1)) for the exact D = W diag(gamma) T, c = W beta + b, T = [P A, P a].
+/// Certified upper bounds of |D_hat - D| (m x (d+1)), |c_hat - c| (m) and |R64^T R64 - T^T T|
+/// ((d+1) x (d+1)) for the exact D = W diag(gamma) T, c = W beta + b, T = [P A, P a]: the Gram
+/// error of the float64 QR; the storage rounding R - R64 is known exactly and bounded apart.
 struct CoefficientError {
   std::vector<double> dD, dc, dG;
   double max_rel_D = 0, max_rel_G = 0;  ///< max |dD| / max |D|, max |dG| / max |T^T T| (summary)

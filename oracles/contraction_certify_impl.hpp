@@ -54,12 +54,19 @@ CoefficientError coefficient_error(const AffineLnAffine& blk, const StoredContra
     for (int64_t q = 0; q < cols; ++q) {
       Interval g(0), gh(0);
       for (int64_t j = 0; j < blk.n; ++j) g += t[j * cols + p] * t[j * cols + q];
-      for (int64_t l = 0; l < s.k; ++l) gh += Interval(s.R[l * cols + p]) * Interval(s.R[l * cols + q]);
+      for (int64_t l = 0; l < s.k; ++l) gh += Interval(s.R64[l * cols + p]) * Interval(s.R64[l * cols + q]);
       e.dG.push_back(upper_magnitude(gh - g));
       max_G = std::max(max_G, upper_magnitude(g));
     }
-  for (double v : e.dD) e.max_rel_D = std::max(e.max_rel_D, max_D > 0 ? v / max_D : v);
-  for (double v : e.dG) e.max_rel_G = std::max(e.max_rel_G, max_G > 0 ? v / max_G : v);
+  // Relative to the largest exact coefficient; an all-zero exact D (or T) has no scale: 0 when
+  // the stored one is zero too (up to the 2^-1074 of the upper rounding), else +inf.
+  const auto relative = [](double v, double scale) {
+    constexpr double kZero = 0x1p-1070;
+    if (scale > kZero) return v / scale;
+    return v > kZero ? HUGE_VAL : 0.0;
+  };
+  for (double v : e.dD) e.max_rel_D = std::max(e.max_rel_D, relative(v, max_D));
+  for (double v : e.dG) e.max_rel_G = std::max(e.max_rel_G, relative(v, max_G));
   return e;
 }
 

@@ -129,7 +129,7 @@ TEST(Cli, ListNamesEveryDtypeAndKernel) {
   const Outcome o = run_cli("list");
   EXPECT_EQ(o.exit_code, 0);
   for (const char* s : {"f16", "bf16", "f32", "f64", "two_pass", "welford", "one_pass", "two_pass_storage_accum",
-                        "large_mean", "default", "quick"})
+                        "large_mean", "default", "quick", "composed", "deferred", "wide"})
     EXPECT_NE(o.out.find(s), std::string::npos) << s;
 }
 
@@ -208,4 +208,40 @@ TEST(Cli, RunJudgesTheBlockFormsPerDtypeFlagsTheDefectAndReplaysBlockRecords) {
   EXPECT_EQ(run_cli("run --ops layernorm_forward --kernels composed").exit_code, 2);
   EXPECT_EQ(run_cli("replay --report " + out.string() + " --block-record 99999").exit_code, 2);
   EXPECT_EQ(run_cli("replay --report " + out.string()).exit_code, 2);
+}
+
+TEST(Cli, RunJudgesTheQrContractionPerDtypeAndCategoryAndReplaysItsRecords) {
+  const fs::path out = scratch() / "qr.json";
+  const Outcome o = run_cli("run --ops qr_contraction --contraction-cases 1 --threads 2 --out " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("QR contraction across LayerNorm"), std::string::npos);
+  const auto j = load(out);
+  EXPECT_TRUE(j.at("records").empty());
+  EXPECT_TRUE(j.at("rms_block").is_null());
+  const auto& q = j.at("qr_contraction");
+  EXPECT_TRUE(q.at("passed").get<bool>());
+  ASSERT_EQ(q.at("records").size(), 4u * 9u * 4u);  // dtypes x seed categories x {contracted, original} x {f, dx}
+  for (const auto& r : q.at("records")) {
+    EXPECT_EQ(r.at("uncertified_elements").get<int64_t>(), 0) << r.dump();
+    if (r.at("form") == "contracted") EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+    if (r.at("form") == "original") EXPECT_EQ(r.at("verdict"), "measured");
+  }
+  for (size_t i = 0; i < q.at("records").size(); i += 29) {
+    const Outcome r = run_cli("replay --report " + out.string() + " --contraction-record " + std::to_string(i));
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("reproduces"), std::string::npos) << r.out;
+  }
+  auto edited = j;
+  edited["qr_contraction"]["records"][0]["worst_case"]["d"] = 9999;
+  const fs::path bad = scratch() / "qr_edited.json";
+  std::ofstream(bad) << edited.dump();
+  EXPECT_EQ(run_cli("replay --report " + bad.string() + " --contraction-record 0").exit_code, 2);
+  const std::string schema = std::string(NORMCHECK_SOURCE_DIR) + "/reports/schema/report.v1.schema.json";
+  if (std::system("/usr/bin/python3 -c 'import jsonschema' 2>/dev/null") == 0) {
+    const std::string py = "/usr/bin/python3 -c \"import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
+                           "json.load(open(sys.argv[2])))\" " + out.string() + " " + schema;
+    EXPECT_EQ(std::system(py.c_str()), 0);
+  }
+  EXPECT_EQ(run_cli("run --ops qr_contraction --contraction-generators nope").exit_code, 2);
+  EXPECT_EQ(run_cli("replay --report " + out.string() + " --contraction-record -1").exit_code, 2);
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "suite/block_suite.hpp"
+#include "suite/contraction_suite.hpp"
 #include "suite/runner.hpp"
 
 namespace normcheck::cli {
@@ -16,9 +17,9 @@ inline constexpr int kExitBadInput = 2;
 
 struct RunOptions {
   std::string suite = "default";
-  std::vector<std::string> ops, variants, dtypes, generators, block_generators;
+  std::vector<std::string> ops, variants, dtypes, generators, block_generators, contraction_generators;
   std::optional<uint64_t> seed;
-  std::optional<int> cases, block_cases;
+  std::optional<int> cases, block_cases, contraction_cases;
   int threads = 1;
   std::string out = "reports/latest.json";
   std::optional<int64_t> rows, n, max_elements;
@@ -28,7 +29,7 @@ struct RunOptions {
 
 struct ReplayOptions {
   std::string report;
-  std::optional<int64_t> record, block_record;
+  std::optional<int64_t> record, block_record, contraction_record;
 };
 
 struct SearchOptions {
@@ -77,5 +78,8 @@ void print_summary(const RunResult& r);
 
 /// Prints the block suite's composed-vs-deferred table per dtype and its verdicts.
 void print_block_summary(const BlockSuiteResult& r);
+
+/// Prints the QR-contraction suite: contracted (judged) vs original (measured) per dtype.
+void print_contraction_summary(const ContractionSuiteResult& r);
 
 }  // namespace normcheck::cli

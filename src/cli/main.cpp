@@ -12,7 +12,7 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
   run.add_option("--suite", o.suite, "named suite (default, quick)");
   run.add_option("--ops", o.ops,
                  "ops: layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward, linear_rmsnorm "
-                 "(the Linear o RMSNorm block suite)")
+                 "(the Linear o RMSNorm block suite), qr_contraction (the QR-contraction suite)")
       ->delimiter(',');
   run.add_option("--kernels", o.variants, "kernel variants (see normcheck list), block variants included")
       ->delimiter(',');
@@ -21,6 +21,11 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
   run.add_option("--block-generators", o.block_generators, "block generators: normal, no_bias, cancel, wide")
       ->delimiter(',');
   run.add_option("--block-cases", o.block_cases, "block cases per block generator and dtype")
+      ->check(CLI::Range(1, 100000));
+  run.add_option("--contraction-generators", o.contraction_generators,
+                 "QR-contraction generators (the seed's categories, see normcheck list)")
+      ->delimiter(',');
+  run.add_option("--contraction-cases", o.contraction_cases, "QR-contraction cases per generator and dtype")
       ->check(CLI::Range(1, 100000));
   run.add_option("--seed", o.seed, "run seed (default: the suite's)");
   run.add_option("--cases", o.cases, "cases per generator and dtype")->check(CLI::Range(1, 1000000));
@@ -99,7 +104,10 @@ int main(int argc, char** argv) {
   replay->add_option("--report", replay_opts.report, "report file")->required();
   auto* rec_opt = replay->add_option("--record", replay_opts.record, "record index");
   auto* block_opt = replay->add_option("--block-record", replay_opts.block_record, "block suite record index");
-  rec_opt->excludes(block_opt);
+  auto* contraction_opt = replay->add_option("--contraction-record", replay_opts.contraction_record,
+                                            "QR-contraction suite record index");
+  rec_opt->excludes(block_opt)->excludes(contraction_opt);
+  block_opt->excludes(contraction_opt);
   CLI::App* list = app.add_subcommand("list", "list kernels, dtypes, generators and suites");
   normcheck::cli::SearchOptions search_opts;
   CLI::App* search = app.add_subcommand("search", "search for inputs maximizing |error| / own a priori bound");

@@ -6,7 +6,10 @@
 #include "cli/commands.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "oracles/certified_rms_block.hpp"
+#include "kernels/contraction_registry.hpp"
 #include "properties/block_generators.hpp"
+#include "properties/contraction_generators.hpp"
+#include "suite/contraction_judge.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
 #include "suite/suites.hpp"
@@ -123,12 +126,53 @@ int replay_block_record(const ReplayOptions& o) {
   return kExitBadInput;
 }
 
+int replay_contraction_record(const ReplayOptions& o) {
+  nlohmann::json rec;
+  ContractionCase c;
+  try {
+    const nlohmann::json report = read_json_file(o.report);
+    if (!report.is_object() || !report.contains("qr_contraction") || !report.at("qr_contraction").is_object())
+      throw std::invalid_argument("report has no QR-contraction section ('qr_contraction')");
+    const auto& records = report.at("qr_contraction").at("records");
+    if (*o.contraction_record < 0 || *o.contraction_record >= static_cast<int64_t>(records.size()))
+      throw std::invalid_argument(
+          fmt::format("contraction record {} out of range (report has {})", *o.contraction_record, records.size()));
+    rec = records.at(static_cast<size_t>(*o.contraction_record));
+    if (rec.at("worst_case").is_null()) throw std::invalid_argument("contraction record has no worst case (no case ran)");
+    const auto& wc = rec.at("worst_case");
+    const auto dt = parse_dtype(rec.at("storage").get<std::string>());
+    if (!dt) throw std::invalid_argument("unknown dtype in contraction record");
+    c = gen::make_contraction_case(wc.at("generator").get<std::string>(), *dt, std::stoull(wc.at("case_seed").get<std::string>()));
+    if (c.block.d != wc.at("d").get<int64_t>() || c.block.n != wc.at("n").get<int64_t>() ||
+        c.block.m != wc.at("m").get<int64_t>() || c.rows != wc.at("rows").get<int64_t>())
+      throw std::invalid_argument("regenerated case does not match the recorded shapes (edited report or other build)");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+  const ContractionJudgement j = judge_contraction(c);
+  const bool contracted = rec.at("form") == "contracted", is_f = rec.at("output") == "f";
+  const OutputJudgement& out = contracted ? (is_f ? j.f : j.dx) : (is_f ? j.original_f : j.original_dx);
+  std::printf("contraction record %lld: %s %s %s, output %s; case: generator %s, seed %llu, d %lld, n %lld, m %lld, rows %lld\n",
+              static_cast<long long>(*o.contraction_record), rec.at("form").get<std::string>().c_str(),
+              dtype_info(c.dtype).name.data(), rec.at("property").get<std::string>().c_str(), out.output.c_str(),
+              c.generator.c_str(), static_cast<unsigned long long>(c.seed), static_cast<long long>(c.block.d),
+              static_cast<long long>(c.block.n), static_cast<long long>(c.block.m), static_cast<long long>(c.rows));
+  std::printf("oracle %d bits, certified error %.3g ulp; max err/bound %.6g, max ulp %.6g\n", j.reference.precision_bits,
+              j.reference.max_err_ulps, out.acc.max_bound_ratio(), out.acc.max_ulp());
+  const auto& elem = rec.at("worst_case").at("element");
+  // Per case: the element with the largest err/bound (contracted) or ULP error (original).
+  const WorstElement& w = out.worst;
+  return report_replay(w, elem, elem.at("index").get<int64_t>());
+}
+
 }  // namespace
 
 int replay_command(const ReplayOptions& o) {
   if (o.block_record) return replay_block_record(o);
+  if (o.contraction_record) return replay_contraction_record(o);
   if (!o.record) {
-    std::fprintf(stderr, "normcheck: error: replay needs --record or --block-record\n");
+    std::fprintf(stderr, "normcheck: error: replay needs --record, --block-record or --contraction-record\n");
     return kExitBadInput;
   }
   nlohmann::json report, rec;
@@ -169,7 +213,7 @@ int replay_command(const ReplayOptions& o) {
 int list_command() {
   std::printf("dtypes:");
   for_each_dtype([](auto tag) { std::printf(" %s", dtype_traits<decltype(tag)>::name.data()); });
-  std::printf("\nops: layernorm_forward layernorm_backward rmsnorm_forward rmsnorm_backward linear_rmsnorm\nkernels (variant storage accum):\n");
+  std::printf("\nops: layernorm_forward layernorm_backward rmsnorm_forward rmsnorm_backward linear_rmsnorm qr_contraction\nkernels (variant storage accum):\n");
   for (const KernelEntry& k : builtin_kernels())
     if (!is_backward(k.op))
       std::printf("  %-24s %-5s %-5s%s\n", k.variant.c_str(), dtype_info(k.storage).name.data(),
@@ -182,6 +226,8 @@ int list_command() {
   for (const auto& g : gen::row_generator_names()) std::printf(" %s", g.c_str());
   std::printf("\nblock generators:");
   for (const auto& g : gen::block_generator_names()) std::printf(" %s", g.c_str());
+  std::printf("\nqr_contraction generators (the seed's categories):");
+  for (const auto& g : gen::contraction_generator_names()) std::printf(" %s", g.c_str());
   std::printf("\nsuites:\n");
   for (const SuiteDef& s : suites()) std::printf("  %-8s %s\n", s.name.data(), s.description.data());
   return kExitOk;

@@ -14,7 +14,9 @@
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "properties/block_generators.hpp"
+#include "properties/contraction_generators.hpp"
 #include "report/block_report.hpp"
+#include "report/contraction_report.hpp"
 #include "report/report.hpp"
 #include "suite/suites.hpp"
 
@@ -27,6 +29,7 @@ struct UsageError : std::invalid_argument {
 };
 
 constexpr const char* kBlockOp = "linear_rmsnorm";
+constexpr const char* kContractionOp = "qr_contraction";
 
 bool is_block_variant(const std::string& v) {
   const auto& t = builtin_block_kernels();
@@ -65,6 +68,7 @@ void apply_shape_options(const RunOptions& o, RunConfig& cfg) {
 struct RunPlan {
   std::optional<RunConfig> ops;
   std::optional<BlockSuiteConfig> block;
+  std::optional<ContractionSuiteConfig> contraction;
 };
 
 RunConfig build_ops_config(const RunOptions& o, RunConfig cfg, const std::vector<std::string>& ops) {
@@ -102,12 +106,28 @@ BlockSuiteConfig build_block_config(const RunOptions& o, BlockSuiteConfig cfg, c
   return cfg;
 }
 
+ContractionSuiteConfig build_contraction_config(const RunOptions& o, ContractionSuiteConfig cfg, const RunConfig& ops_cfg) {
+  cfg.dtypes = ops_cfg.dtypes;
+  if (!o.contraction_generators.empty()) {
+    for (const auto& g : o.contraction_generators)
+      if (!gen::is_contraction_generator(g))
+        throw UsageError(fmt::format("unknown contraction generator '{}' (see normcheck list)", g));
+    cfg.generators = o.contraction_generators;
+  }
+  if (o.seed) cfg.seed = *o.seed;
+  if (o.contraction_cases) cfg.cases_per_generator = *o.contraction_cases;
+  cfg.threads = o.threads;
+  return cfg;
+}
+
 RunPlan build_plan(const RunOptions& o) {
   auto base = suite_config(o.suite);
   if (!base) throw UsageError(fmt::format("unknown suite '{}' (see normcheck list)", o.suite));
   check_variants(o.variants);
-  const std::vector<std::string> ops = only(o.ops, [](const std::string& op) { return op != kBlockOp; });
-  const bool block_op_named = ops.size() != o.ops.size();
+  const std::vector<std::string> ops =
+      only(o.ops, [](const std::string& op) { return op != kBlockOp && op != kContractionOp; });
+  const bool block_op_named = std::find(o.ops.begin(), o.ops.end(), kBlockOp) != o.ops.end();
+  const bool contraction_named = std::find(o.ops.begin(), o.ops.end(), kContractionOp) != o.ops.end();
   RunPlan plan;
   const RunConfig cfg = build_ops_config(o, *base, ops);
   const bool variants_name_ops = o.variants.empty() || !cfg.variants.empty();
@@ -115,7 +135,10 @@ RunPlan build_plan(const RunOptions& o) {
   const BlockSuiteConfig block = build_block_config(o, *suite_block_config(o.suite), cfg);
   const bool variants_name_block = o.variants.empty() || !block.variants.empty();
   if ((o.ops.empty() || block_op_named) && variants_name_block && block.cases_per_generator > 0) plan.block = block;
-  if (!plan.ops && !plan.block) throw UsageError("the selection contains no kernel");
+  const ContractionSuiteConfig contraction = build_contraction_config(o, *suite_contraction_config(o.suite), cfg);
+  if ((o.ops.empty() || contraction_named) && o.variants.empty() && contraction.cases_per_generator > 0)
+    plan.contraction = contraction;
+  if (!plan.ops && !plan.block && !plan.contraction) throw UsageError("the selection contains no kernel");
   return plan;
 }
 
@@ -168,21 +191,30 @@ int run_command(const RunOptions& o, const std::string& command_line) {
     plan.block->journal_path = journal;
     block = run_block_suite(*plan.block);
   }
+  std::optional<ContractionSuiteResult> contraction;
+  if (plan.contraction && !stop_requested()) {
+    plan.contraction->journal_path = journal;
+    contraction = run_contraction_suite(*plan.contraction);
+  }
   meta.end_time = utc_now();
   nlohmann::json report = make_report(cfg, result, meta, o.out);
   report["rms_block"] = block ? block_suite_json(*plan.block, *block, o.out) : nlohmann::json();
+  report["qr_contraction"] = contraction ? contraction_suite_json(*plan.contraction, *contraction, o.out) : nlohmann::json();
   const bool block_ok = !plan.block || (block && block_suite_passed(*block));
-  const bool passed = run_passed(result) && block_ok;
+  const bool contraction_ok = !plan.contraction || (contraction && contraction_suite_passed(*contraction));
+  const bool passed = run_passed(result) && block_ok && contraction_ok;
   report["run"]["passed"] = passed;
-  report["run"]["complete"] = !result.interrupted && (!plan.block || (block && !block->interrupted));
+  report["run"]["complete"] = !result.interrupted && (!plan.block || (block && !block->interrupted)) &&
+                              (!plan.contraction || (contraction && !contraction->interrupted));
   write_json_atomically(o.out, report);
   if (!o.quiet && plan.ops) print_summary(result);
   if (!o.quiet && block) print_block_summary(*block);
-  const int64_t done = result.cases_done + (block ? block->cases_done : 0);
-  const int64_t planned = result.cases_planned + (plan.block ? static_cast<int64_t>(plan.block->dtypes.size() *
-                                                                   plan.block->generators.size()) *
-                                                                   plan.block->cases_per_generator
-                                                             : 0);
+  if (!o.quiet && contraction) print_contraction_summary(*contraction);
+  const auto planned_of = [](const auto& cfg) {
+    return cfg ? static_cast<int64_t>(cfg->dtypes.size() * cfg->generators.size()) * cfg->cases_per_generator : 0;
+  };
+  const int64_t done = result.cases_done + (block ? block->cases_done : 0) + (contraction ? contraction->cases_done : 0);
+  const int64_t planned = result.cases_planned + planned_of(plan.block) + planned_of(plan.contraction);
   std::printf("report: %s (%s, %lld/%lld cases)%s\n", o.out.c_str(), passed ? "PASSED" : "FAILED",
               static_cast<long long>(done), static_cast<long long>(planned), done < planned ? " INCOMPLETE: interrupted" : "");
   if (!std::filesystem::exists(journal) || passed) std::filesystem::remove(journal);

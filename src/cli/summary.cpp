@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "report/contraction_report.hpp"
 #include "report/report.hpp"
 
 namespace normcheck::cli {
@@ -83,6 +84,31 @@ void print_block_summary(const BlockSuiteResult& r) {
     std::printf("planted-defect check: %-28s %-5s on %-8s %s\n", std::string(f.expectation.variant).c_str(),
                 f.storage.c_str(), std::string(f.expectation.generator).c_str(),
                 f.caught() ? "caught" : "NOT CAUGHT (harness failure)");
+}
+
+void print_contraction_summary(const ContractionSuiteResult& r) {
+  std::printf("\nQR contraction across LayerNorm: contracted (judged, float64 QR, stored in the dtype) vs original\n"
+              "block kernel in the same dtype (measured only), same cases, merged over the seed's categories:\n");
+  std::printf("%s\n", fmt::format("{:<5} {:<10} {:<3} {:>9} {:>10} {:>9} {:>10} {:>10} {:>11}", "dtype", "form", "out",
+                                  "elements", "max ulp", "rms ulp", "normwise", "err/bound", "violations")
+                          .c_str());
+  for (const ContractionComparisonRow& row : contraction_comparison(r)) {
+    const bool judged = row.form == "contracted";
+    std::printf("%s\n", fmt::format("{:<5} {:<10} {:<3} {:>9} {:>10.4g} {:>9.4g} {:>10.3g} {:>10} {:>11}",
+                                    dtype_info(row.dtype).name, row.form, row.output, row.acc.count(), row.acc.max_ulp(),
+                                    row.acc.rms_ulp(), row.acc.normwise(),
+                                    judged ? fmt::format("{:.4g}", std::max(0.0, row.acc.max_bound_ratio())) : "-",
+                                    judged ? std::to_string(row.acc.bound_violations()) : "-")
+                            .c_str());
+  }
+  int64_t failed = 0, rejected = 0;
+  for (const ContractionRecord& rec : r.records)
+    if (rec.expectation == Expectation::must_pass) {
+      failed += rec.failed() ? 1 : 0;
+      rejected += rec.rejected_cases;
+    }
+  std::printf("contraction records failing their bound: %lld (converter rejections: %lld)\n", static_cast<long long>(failed),
+              static_cast<long long>(rejected));
 }
 
 }  // namespace normcheck::cli

@@ -89,6 +89,7 @@ ContractedBlock contract_block(const AffineLnAffine& blk, DType storage) {
   out.consumer_rows = blk.consumers();
   out.D = store(d, storage, "D", out.max_abs_coefficient);
   out.R = store(r, storage, "R", out.max_abs_coefficient);
+  out.R64.assign(r.data(), r.data() + r.size());
   out.c = store(c, storage, "c", out.max_abs_coefficient);
   return out;
 }

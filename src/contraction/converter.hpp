@@ -22,6 +22,7 @@ struct ContractedBlock {
   int64_t d = 0, n = 0, m = 0, k = 0;
   double eps = 0;
   std::vector<double> D, R, c;
+  std::vector<double> R64;             ///< R in float64 before the storage rounding (R - R64 is that rounding)
   std::vector<int64_t> consumer_rows;  ///< D and c rows per consumer (one shared R)
   double max_abs_coefficient = 0;      ///< largest |coefficient| before storage rounding
   /// max |coefficient| / largest finite value of the storage dtype (< 1: no overflow)

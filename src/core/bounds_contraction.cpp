@@ -18,11 +18,46 @@ struct RowPairs {
   std::vector<Em> p;  ///< R xbar, against R_hat xbar (exact)
   Em s;               ///< the reciprocal, against the exact 1 / sqrt(|P h|^2 / n + eps)
   std::vector<double> xbar_abs;
+  double r64_norm = 0;  ///< upper bound of |R64 xbar|
+  double e_norm = 0;    ///< upper bound of |E xbar|, E = R_hat - R64 the storage rounding
 };
+
+/// |R_hat xbar|^2 - |T xbar|^2 = xbar^T dG64 xbar + 2 (R64 xbar)^T (E xbar) + |E xbar|^2, bounded with
+/// the certified Gram error dG64 of the float64 R and the exact storage rounding E (section 12.2).
+double gram_error(const oracle::StoredContraction& s, const oracle::CoefficientError& e, double q_upper, RowPairs& row) {
+  const int64_t cols = s.d + 1;
+  double g64 = 0;
+  for (int64_t p = 0; p < cols; ++p)
+    for (int64_t q = 0; q < cols; ++q) g64 += e.dG[p * cols + q] * row.xbar_abs[p] * row.xbar_abs[q];
+  double ex2 = 0;
+  for (int64_t l = 0; l < s.k; ++l) {
+    double ex = 0;
+    for (int64_t q = 0; q < cols; ++q) ex += std::fabs(s.R[l * cols + q] - s.R64[l * cols + q]) * row.xbar_abs[q];
+    ex2 += ex * ex;
+  }
+  row.e_norm = std::sqrt(ex2) * kEvaluationSlack;
+  row.r64_norm = std::sqrt(q_upper + g64) * kEvaluationSlack;
+  return g64 + 2 * row.r64_norm * row.e_norm + row.e_norm * row.e_norm;
+}
+
+/// |(R_hat^T R_hat xbar)_q - (T^T T xbar)_q| with the same split.
+double gram_column_error(const oracle::StoredContraction& s, const oracle::CoefficientError& e, const RowPairs& row, int64_t q) {
+  const int64_t cols = s.d + 1;
+  double g64 = 0, e_col = 0, r_col = 0;
+  for (int64_t p = 0; p < cols; ++p) g64 += e.dG[q * cols + p] * row.xbar_abs[p];
+  for (int64_t l = 0; l < s.k; ++l) {
+    const double el = s.R[l * cols + q] - s.R64[l * cols + q];
+    e_col += el * el;
+    r_col += s.R64[l * cols + q] * s.R64[l * cols + q];
+  }
+  e_col = std::sqrt(e_col) * kEvaluationSlack;
+  r_col = std::sqrt(r_col) * kEvaluationSlack;
+  return g64 + e_col * row.r64_norm + r_col * row.e_norm + e_col * row.e_norm;
+}
 
 /// p = R_hat xbar and s for row r (contracted_reciprocal).
 RowPairs row_pairs(const ContractionCase& c, const oracle::StoredContraction& s, const oracle::CoefficientError& e,
-                   const oracle::CertifiedAffineLn& ref, const EmArith& a, int64_t r) {
+                   const oracle::CertifiedAffineLn& ref, const EmArith& a, DType accum, int64_t r) {
   const int64_t cols = s.d + 1;
   RowPairs row;
   for (int64_t q = 0; q < s.d; ++q) row.xbar_abs.push_back(std::fabs(c.x[r * s.d + q]));
@@ -35,17 +70,22 @@ RowPairs row_pairs(const ContractionCase& c, const oracle::StoredContraction& s,
     row.p.push_back(p);
     ss = a.add(ss, a.mul(p, p));
   }
-  // |R_hat xbar|^2 - |T xbar|^2 = xbar^T (R_hat^T R_hat - T^T T) xbar.
-  double gram = 0;
-  for (int64_t p = 0; p < cols; ++p)
-    for (int64_t q = 0; q < cols; ++q) gram += e.dG[p * cols + q] * row.xbar_abs[p] * row.xbar_abs[q];
   const double nn = static_cast<double>(s.n);
   const double v = (ref.var[r] + ref.var_rad[r]) * (1 + kRel);
   const double v_low = std::max(0.0, (ref.var[r] - ref.var_rad[r]) * (1 - kRel));
+  const double gram = gram_error(s, e, nn * v, row);
   const Em ms = a.div({nn * v, ss.err + gram, ss.over}, s.n);
   const double delta = rstd_relative_error(v, v_low, ms.err, s.eps, a.u);
   const double rstd = (ref.rstd[r] + ref.rstd_rad[r]) * (1 + kRel);
-  row.s = {rstd, rstd * delta, ms.over || !(delta < kInf) || reaches(rstd * (1 + delta), a.u.max_a)};
+  // The eps floor: the computed mean of squares is >= 0, so fl(v_hat + eps_hat) >= eps_hat and
+  // s_hat <= (1 + u) / ((1 - u) sqrt(eps_hat)); the exact s <= 1 / sqrt(eps). Both lie in
+  // [0, cap], so |s_hat - s| <= cap even where the variance's error exceeds the variance itself.
+  const double eps_hat = round_to_dtype(s.eps, accum);
+  const double cap = eps_hat > 0 ? std::max((1 + a.u.ua) / ((1 - a.u.ua) * std::sqrt(eps_hat * (1 - a.u.ua))),
+                                            1 / std::sqrt(s.eps)) * kEvaluationSlack
+                                 : kInf;
+  const double err = std::min(delta < kInf ? rstd * delta : kInf, cap);
+  row.s = {rstd, err, ms.over || !(err < kInf) || reaches(rstd + err, a.u.max_a)};
   return row;
 }
 
@@ -77,7 +117,7 @@ ContractionBound contracted_bound(const ContractionCase& c, const oracle::Stored
   out.f = {std::vector<double>(ref.f.size()), std::vector<uint8_t>(ref.f.size())};
   if (!ref.dx.empty()) out.dx = {std::vector<double>(ref.dx.size()), std::vector<uint8_t>(ref.dx.size())};
   for (int64_t r = 0; r < c.rows; ++r) {
-    const RowPairs row = row_pairs(c, s, e, ref, a, r);
+    const RowPairs row = row_pairs(c, s, e, ref, a, accum, r);
     Em t;
     for (int64_t i = 0; i < s.m; ++i) {
       const Em num = numerator(c, s, e, a, r, i);
@@ -92,9 +132,7 @@ ContractionBound contracted_bound(const ContractionCase& c, const oracle::Stored
       for (int64_t i = 0; i < s.m; ++i)
         ev = a.add(ev, a.mul(coefficient(s.D[i * cols + q], e.dD[i * cols + q]), EmArith::exact(c.dy[r * s.m + i])));
       for (int64_t l = 0; l < s.k; ++l) g = a.add(g, a.mul(EmArith::exact(s.R[l * cols + q]), row.p[l]));
-      // (R_hat^T R_hat xbar)_q - (T^T T xbar)_q = sum_p dG_qp xbar_p.
-      double gram = 0;
-      for (int64_t p = 0; p < cols; ++p) gram += e.dG[q * cols + p] * row.xbar_abs[p];
+      const double gram = gram_column_error(s, e, row, q);  // (R_hat^T R_hat xbar)_q against (T^T T xbar)_q
       g = {g.mag + gram, g.err + gram, g.over};
       const Em dx = a.add(a.mul(row.s, ev), a.mul(coef, g));
       finish(out.dx, static_cast<size_t>(r * s.d + q), dx, ref.dx[r * s.d + q], a);

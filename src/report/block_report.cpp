@@ -52,8 +52,7 @@ nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::
 }  // namespace
 
 nlohmann::json block_suite_json(const BlockSuiteConfig& cfg, const BlockSuiteResult& r, const std::string& report_path) {
-  nlohmann::json records = nlohmann::json::array(), comparison = nlohmann::json::array(),
-                 dtypes = nlohmann::json::array();
+  nlohmann::json records = nlohmann::json::array(), comparison = nlohmann::json::array();
   for (size_t i = 0; i < r.records.size(); ++i) records.push_back(block_record_json(r.records[i], i, report_path));
   for (const BlockComparisonRow& row : block_comparison(r)) {
     nlohmann::json j = {{"dtype", std::string(dtype_info(row.dtype).name)},
@@ -63,19 +62,12 @@ nlohmann::json block_suite_json(const BlockSuiteConfig& cfg, const BlockSuiteRes
     j.update(accumulator_json(row.acc));
     comparison.push_back(j);
   }
-  for (DType d : cfg.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
-  return {{"config",
-           {{"dtypes", dtypes},
-            {"generators", cfg.generators},
-            {"variants", cfg.variants},
-            {"cases_per_generator", cfg.cases_per_generator},
-            {"seed", std::to_string(cfg.seed)}}},
-          {"passed", block_suite_passed(r)},
-          {"cases_planned", r.cases_planned},
-          {"cases_done", r.cases_done},
-          {"records", records},
-          {"comparison", comparison},
-          {"flag_checks", flag_checks_json(r.flag_checks)}};
+  nlohmann::json j = suite_section_json({cfg.dtypes, cfg.generators, cfg.cases_per_generator, cfg.seed,
+                                         block_suite_passed(r), r.cases_planned, r.cases_done},
+                                        std::move(records), std::move(comparison));
+  j["config"]["variants"] = cfg.variants;
+  j["flag_checks"] = flag_checks_json(r.flag_checks);
+  return j;
 }
 
 BlockSuiteConfig block_config_from_json(const nlohmann::json& section) {

@@ -131,6 +131,25 @@ RmsBlockCase block_case_from_json(const nlohmann::json& j) {
   return c;
 }
 
+nlohmann::json contraction_case_to_json(const ContractionCase& c) {
+  const AffineLnAffine& b = c.block;
+  nlohmann::json j = {{"dtype", std::string(dtype_info(c.dtype).name)},
+                      {"d", b.d},
+                      {"n", b.n},
+                      {"m", b.m},
+                      {"rows", c.rows},
+                      {"consumer_rows", b.consumers()},
+                      {"eps", hexfloat(b.eps)},
+                      {"generator", c.generator},
+                      {"case_seed", std::to_string(c.seed)}};
+  const size_t total = b.A.size() + b.a.size() + b.gamma.size() + b.beta.size() + b.W.size() + b.b.size() + c.x.size() + c.dy.size();
+  if (total <= static_cast<size_t>(kInlineCaseLimit))
+    for (const auto& [name, v] : {std::pair{"A", &b.A}, {"a", &b.a}, {"gamma", &b.gamma}, {"beta", &b.beta}, {"W", &b.W},
+                                  {"b", &b.b}, {"x", &c.x}, {"dy", &c.dy}})
+      j[name] = hex_array(*v);
+  return j;
+}
+
 nlohmann::json worst_element_json(const WorstElement& w, int64_t n) {
   return {{"index", w.index},
           {"row", n > 0 && w.index >= 0 ? w.index / n : 0},

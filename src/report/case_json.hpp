@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/certified_value.hpp"
+#include "core/contraction_case.hpp"
 #include "core/layernorm_case.hpp"
 #include "core/rmsnorm_case.hpp"
 #include "kernels/registry.hpp"
@@ -43,6 +44,10 @@ LayerNormCase case_from_json(const nlohmann::json& j);
 nlohmann::json block_case_to_json(const RmsBlockCase& c);
 /// Rebuilds a block case; throws std::invalid_argument if inputs are absent or malformed.
 RmsBlockCase block_case_from_json(const nlohmann::json& j);
+
+/// A contraction case: dtype, shapes, eps, generator, seed, and (if the block and inputs hold
+/// at most kInlineCaseLimit values) every parameter and input in hexfloat.
+nlohmann::json contraction_case_to_json(const ContractionCase& c);
 
 /// One worst element: index, kernel value and reference in hexfloat and decimal.
 nlohmann::json worst_element_json(const WorstElement& w, int64_t n);

@@ -147,6 +147,21 @@ nlohmann::json flag_checks_json(const std::vector<FlagCheck>& checks) {
   return flags;
 }
 
+nlohmann::json suite_section_json(const SuiteSection& s, nlohmann::json records, nlohmann::json comparison) {
+  nlohmann::json dtypes = nlohmann::json::array();
+  for (DType d : s.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
+  return {{"config",
+           {{"dtypes", dtypes},
+            {"generators", s.generators},
+            {"cases_per_generator", s.cases_per_generator},
+            {"seed", std::to_string(s.seed)}}},
+          {"passed", s.passed},
+          {"cases_planned", s.cases_planned},
+          {"cases_done", s.cases_done},
+          {"records", std::move(records)},
+          {"comparison", std::move(comparison)}};
+}
+
 std::string utc_now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};

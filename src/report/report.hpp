@@ -41,6 +41,18 @@ const char* expectation_name(Expectation e);
 
 nlohmann::json flag_checks_json(const std::vector<FlagCheck>& checks);
 
+/// The common part of a suite section (block, contraction): config (dtypes, generators, cases
+/// per generator, seed), verdict, progress, records and comparison rows.
+struct SuiteSection {
+  std::vector<DType> dtypes;
+  std::vector<std::string> generators;
+  int cases_per_generator;
+  uint64_t seed;
+  bool passed;
+  int64_t cases_planned, cases_done;
+};
+nlohmann::json suite_section_json(const SuiteSection& s, nlohmann::json records, nlohmann::json comparison);
+
 /// ISO 8601 UTC timestamp of now.
 std::string utc_now();
 

@@ -1,5 +1,7 @@
 #include "suite/block_suite.hpp"
 
+#include "suite/work_items.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -37,15 +39,8 @@ std::vector<const BlockKernelEntry*> selected_block_kernels(const BlockSuiteConf
   return out;
 }
 
-struct Item {
-  DType dtype;
-  size_t generator;
-  int64_t index;
-};
-
-Item item_at(const BlockSuiteConfig& cfg, size_t i) {
-  const size_t cases = static_cast<size_t>(cfg.cases_per_generator), per_dtype = cfg.generators.size() * cases;
-  return {cfg.dtypes[i / per_dtype], (i % per_dtype) / cases, static_cast<int64_t>(i % cases)};
+WorkItem item_at(const BlockSuiteConfig& cfg, size_t i) {
+  return work_item_at(cfg.dtypes, cfg.generators.size(), cfg.cases_per_generator, i);
 }
 
 /// One judged output of one variant on one case, with the record it belongs to.
@@ -104,12 +99,12 @@ void journal(const BlockSuiteConfig& cfg, const RmsBlockCase& c, const BlockKern
   f << line.dump() << '\n';
 }
 
-ItemResult run_item(const BlockSuiteConfig& cfg, const Item& it, const std::vector<const BlockKernelEntry*>& kernels,
+ItemResult run_item(const BlockSuiteConfig& cfg, const WorkItem& it, const std::vector<const BlockKernelEntry*>& kernels,
                     const std::map<std::tuple<const BlockKernelEntry*, size_t, std::string>, size_t>& index,
                     std::mutex& journal_mu) {
   ItemResult r;
-  r.c = gen::make_rms_block_case(cfg.generators[it.generator], it.dtype,
-                                 block_case_seed(cfg.seed, it.dtype, it.generator, it.index));
+  r.c = gen::make_rms_block_case(cfg.generators[it.generator_index], it.dtype,
+                                 block_case_seed(cfg.seed, it.dtype, it.generator_index, it.case_index));
   const oracle::CertifiedRmsBlock ref = oracle::certified_rms_block(r.c);
   r.bits = ref.precision_bits;
   r.err_ulps = ref.max_err_ulps;
@@ -126,7 +121,7 @@ ItemResult run_item(const BlockSuiteConfig& cfg, const Item& it, const std::vect
                                        block_bound_of(b->second, name), nullptr, it.dtype, t.max_ratio);
       if (j.failed) journal(cfg, r.c, *k, j, journal_mu);
       const double cancel = name == "dx" && j.worst.index >= 0 ? ref.cancellation[static_cast<size_t>(j.worst.index)] : 0;
-      r.partials.push_back({index.at({k, it.generator, name}), std::move(j), cancel});
+      r.partials.push_back({index.at({k, it.generator_index, name}), std::move(j), cancel});
     }
   }
   return r;
@@ -187,16 +182,9 @@ BlockSuiteResult run_block_suite(const BlockSuiteConfig& cfg) {
   result.records = plan(cfg, kernels, index);
   const size_t total = cfg.dtypes.size() * cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator);
   result.cases_planned = static_cast<int64_t>(total);
-  std::vector<std::optional<ItemResult>> done(total);
-  std::atomic<size_t> next{0};
   std::mutex journal_mu;
-  auto worker = [&] {
-    for (size_t i; !stop_requested() && (i = next++) < total;) done[i] = run_item(cfg, item_at(cfg, i), kernels, index, journal_mu);
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, cfg.threads); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  const auto done = run_items<ItemResult>(total, cfg.threads,
+                                          [&](size_t i) { return run_item(cfg, item_at(cfg, i), kernels, index, journal_mu); });
   for (size_t i = 0; i < total; ++i)
     if (done[i]) {
       merge(*done[i], static_cast<int64_t>(i), result.records);

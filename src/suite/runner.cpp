@@ -12,12 +12,6 @@
 namespace normcheck {
 namespace {
 
-struct WorkItem {
-  DType dtype;
-  size_t generator_index;
-  int64_t case_index;
-};
-
 /// One judged output of one kernel on one case.
 struct Partial {
   size_t record;
@@ -49,9 +43,7 @@ size_t item_count(const RunConfig& cfg) {
 
 /// The i-th work item, computed rather than stored (runs may plan millions of cases).
 WorkItem item_at(const RunConfig& cfg, size_t i) {
-  const size_t cases = static_cast<size_t>(cfg.cases_per_generator);
-  const size_t per_dtype = cfg.generators.size() * cases;
-  return {cfg.dtypes[i / per_dtype], (i % per_dtype) / cases, static_cast<int64_t>(i % cases)};
+  return work_item_at(cfg.dtypes, cfg.generators.size(), cfg.cases_per_generator, i);
 }
 
 /// Records in a fixed order: dtype, generator, kernel, output.

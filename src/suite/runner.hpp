@@ -11,6 +11,7 @@
 
 #include "properties/generators.hpp"
 #include "suite/judge.hpp"
+#include "suite/work_items.hpp"
 
 namespace normcheck {
 
@@ -94,8 +95,6 @@ struct FlagView {
 /// Checks every flag expectation (tolerance table) that applies to the records of `dtypes`.
 std::vector<FlagCheck> evaluate_flags(const std::vector<DType>& dtypes, const std::vector<FlagView>& records);
 
-/// Set to true (e.g. by a signal handler) to stop after the cases in flight.
-std::atomic<bool>& stop_requested();
 
 /// Case seed of (dtype, generator index, case index) under the run seed.
 uint64_t case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t case_index);

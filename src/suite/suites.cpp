@@ -1,6 +1,7 @@
 #include "suite/suites.hpp"
 
 #include "properties/block_generators.hpp"
+#include "properties/contraction_generators.hpp"
 
 namespace normcheck {
 
@@ -8,12 +9,13 @@ const std::vector<SuiteDef>& suites() {
   static const std::vector<SuiteDef> table = {
       {"default",
        "every LayerNorm and RMSNorm kernel x dtype x generator, 10 cases each, rows*n <= 65536; every "
-       "Linear o RMSNorm block variant x dtype x block generator, 10 cases each",
-       10, 65536, 20261130, 10},
+       "Linear o RMSNorm block variant x dtype x block generator, 10 cases each; the QR contraction on "
+       "every dtype x seed category, 20 cases each",
+       10, 65536, 20261130, 10, 20},
       {"quick",
        "every LayerNorm and RMSNorm kernel x dtype x generator, 2 cases each, rows*n <= 2048; block "
-       "variants, 3 cases per block generator",
-       2, 2048, 20261130, 3},
+       "variants, 3 cases per block generator; the QR contraction, 2 cases per category",
+       2, 2048, 20261130, 3, 2},
   };
   return table;
 }
@@ -28,6 +30,19 @@ std::optional<RunConfig> suite_config(std::string_view name) {
     cfg.generators = gen::row_generator_names();
     cfg.cases_per_generator = s.cases_per_generator;
     cfg.shape.max_elements = s.max_elements;
+    cfg.seed = s.seed;
+    return cfg;
+  }
+  return std::nullopt;
+}
+
+std::optional<ContractionSuiteConfig> suite_contraction_config(std::string_view name) {
+  for (const SuiteDef& s : suites()) {
+    if (s.name != name) continue;
+    ContractionSuiteConfig cfg;
+    for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
+    cfg.generators = gen::contraction_generator_names();
+    cfg.cases_per_generator = s.contraction_cases_per_generator;
     cfg.seed = s.seed;
     return cfg;
   }

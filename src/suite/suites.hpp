@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "suite/block_suite.hpp"
+#include "suite/contraction_suite.hpp"
 #include "suite/runner.hpp"
 
 namespace normcheck {
@@ -17,6 +18,7 @@ struct SuiteDef {
   int64_t max_elements;
   uint64_t seed;
   int block_cases_per_generator;  ///< Linear o RMSNorm block cases per block generator and dtype
+  int contraction_cases_per_generator;  ///< QR-contraction cases per contraction generator and dtype
 };
 
 const std::vector<SuiteDef>& suites();
@@ -26,5 +28,8 @@ std::optional<RunConfig> suite_config(std::string_view name);
 
 /// The block suite of a named suite (every block variant, dtype and block generator).
 std::optional<BlockSuiteConfig> suite_block_config(std::string_view name);
+
+/// The QR-contraction suite of a named suite (every dtype and contraction generator).
+std::optional<ContractionSuiteConfig> suite_contraction_config(std::string_view name);
 
 }  // namespace normcheck

@@ -1,0 +1,75 @@
+#include "report/contraction_report.hpp"
+
+#include <algorithm>
+
+#include "report/case_json.hpp"
+#include "report/report.hpp"
+
+namespace normcheck {
+namespace {
+
+nlohmann::json record_json(const ContractionRecord& r, size_t index, const std::string& report_path) {
+  nlohmann::json worst = nullptr;
+  if (r.worst.case_index >= 0)
+    worst = {{"case_index", r.worst.case_index},
+             {"generator", r.generator},
+             {"case_seed", std::to_string(r.worst.case_seed)},
+             {"d", r.worst.d},
+             {"n", r.worst.n},
+             {"m", r.worst.m},
+             {"rows", r.worst.rows},
+             {"element", worst_element_json(r.worst.element, r.output == "f" ? r.worst.m : r.worst.d)},
+             {"replay", "normcheck replay --report " + report_path + " --contraction-record " + std::to_string(index)}};
+  nlohmann::json j = {{"op", "qr_contraction"},
+                      {"form", r.form},
+                      {"storage", std::string(dtype_info(r.storage).name)},
+                      {"accum", std::string(dtype_info(r.accum).name)},
+                      {"property", "accuracy/" + r.generator},
+                      {"output", r.output},
+                      {"bound_id", r.bound_id},
+                      {"expectation", expectation_name(r.expectation)},
+                      {"verdict", r.form == "contracted" ? verdict_name(r.cases, r.acc, r.failed(), false) : "measured"},
+                      {"cases", r.cases},
+                      {"failed_cases", r.failed_cases},
+                      {"rejected_cases", r.rejected_cases},
+                      {"uncertified_cases", r.uncertified_cases},
+                      {"coefficient_error", {{"max_abs_dD_over_max_abs_D", r.max_coefficient_rel_D},
+                                             {"max_abs_dG_over_max_abs_TtT", r.max_coefficient_rel_G}}},
+                      {"oracle",
+                       {{"precision_bits", r.oracle_precision_bits},
+                        {"certified_max_err_ulps", r.oracle_max_err_ulps},
+                        {"required_max_err_ulps", kRequiredUlpFraction}}},
+                      {"worst_case", worst}};
+  j.update(accumulator_json(r.acc));
+  return j;
+}
+
+}  // namespace
+
+std::vector<ContractionComparisonRow> contraction_comparison(const ContractionSuiteResult& r) {
+  std::vector<ContractionComparisonRow> rows;
+  for (const ContractionRecord& rec : r.records) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const ContractionComparisonRow& row) {
+      return row.dtype == rec.storage && row.form == rec.form && row.output == rec.output;
+    });
+    if (it == rows.end()) it = rows.insert(rows.end(), {rec.storage, rec.form, rec.output, {}});
+    it->acc.merge(rec.acc);
+  }
+  return rows;
+}
+
+nlohmann::json contraction_suite_json(const ContractionSuiteConfig& cfg, const ContractionSuiteResult& r,
+                                      const std::string& report_path) {
+  nlohmann::json records = nlohmann::json::array(), comparison = nlohmann::json::array();
+  for (size_t i = 0; i < r.records.size(); ++i) records.push_back(record_json(r.records[i], i, report_path));
+  for (const ContractionComparisonRow& row : contraction_comparison(r)) {
+    nlohmann::json j = {{"dtype", std::string(dtype_info(row.dtype).name)}, {"form", row.form}, {"output", row.output}};
+    j.update(accumulator_json(row.acc));
+    comparison.push_back(j);
+  }
+  return suite_section_json({cfg.dtypes, cfg.generators, cfg.cases_per_generator, cfg.seed, contraction_suite_passed(r),
+                             r.cases_planned, r.cases_done},
+                            std::move(records), std::move(comparison));
+}
+
+}  // namespace normcheck

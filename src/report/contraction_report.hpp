@@ -1,0 +1,25 @@
+#pragma once
+/// The report section of the QR-contraction suite ("qr_contraction" in the run report).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "suite/contraction_suite.hpp"
+
+namespace normcheck {
+
+/// Records (with their worst case: generator, seed, shapes, element) and the contracted-vs-
+/// original comparison per dtype and output, merged over the generators.
+nlohmann::json contraction_suite_json(const ContractionSuiteConfig& cfg, const ContractionSuiteResult& r,
+                                      const std::string& report_path);
+
+/// One (dtype, form, output) merged over the generators, in record order.
+struct ContractionComparisonRow {
+  DType dtype;
+  std::string form, output;
+  ErrorAccumulator acc;
+};
+std::vector<ContractionComparisonRow> contraction_comparison(const ContractionSuiteResult& r);
+
+}  // namespace normcheck
