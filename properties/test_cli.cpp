@@ -175,7 +175,9 @@ TEST(Cli, RunJudgesTheBlockFormsPerDtypeFlagsTheDefectAndReplaysBlockRecords) {
   for (const auto& r : b.at("records")) {
     EXPECT_EQ(r.at("uncertified_elements").get<int64_t>(), 0) << r.dump();
     EXPECT_GT(r.at("elements").get<int64_t>(), 0);
-    if (r.at("variant") != "deferred_bias_in_correction") EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+    if (r.at("variant") != "deferred_bias_in_correction") {
+      EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+    }
     if (r.at("verdict") == "flagged") ++flagged;
   }
   EXPECT_GE(flagged, 4);  // at least one bias-defect dx record in each dtype
@@ -223,8 +225,11 @@ TEST(Cli, RunJudgesTheQrContractionPerDtypeAndCategoryAndReplaysItsRecords) {
   ASSERT_EQ(q.at("records").size(), 4u * 9u * 4u);  // dtypes x seed categories x {contracted, original} x {f, dx}
   for (const auto& r : q.at("records")) {
     EXPECT_EQ(r.at("uncertified_elements").get<int64_t>(), 0) << r.dump();
-    if (r.at("form") == "contracted") EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
-    if (r.at("form") == "original") EXPECT_EQ(r.at("verdict"), "measured");
+    if (r.at("form") == "contracted") {
+      EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+    } else {
+      EXPECT_EQ(r.at("verdict"), "measured");
+    }
   }
   for (size_t i = 0; i < q.at("records").size(); i += 29) {
     const Outcome r = run_cli("replay --report " + out.string() + " --contraction-record " + std::to_string(i));
@@ -244,4 +249,49 @@ TEST(Cli, RunJudgesTheQrContractionPerDtypeAndCategoryAndReplaysItsRecords) {
   }
   EXPECT_EQ(run_cli("run --ops qr_contraction --contraction-generators nope").exit_code, 2);
   EXPECT_EQ(run_cli("replay --report " + out.string() + " --contraction-record -1").exit_code, 2);
+}
+
+TEST(Cli, AuditAxesPrintsTheCountsAndCatchesAWrongAxisKernel) {
+  Outcome o = run_cli("audit-axes --shape 2,3,4,4 --layout nchw --kind batch_norm");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("reduction groups                   3"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("entries per group                  32"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("running-statistic scalars          6"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("(1, 3, 1, 1)"), std::string::npos) << o.out;
+  const fs::path out = scratch() / "audit.json";
+  o = run_cli("audit-axes --shape 2,3,4,4 --layout nchw --kind channel_layer_norm --kernel last_axis_layer_norm --dtype bf16 --out " +
+              out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_NE(o.out.find("normalizes over W, declared over C"), std::string::npos) << o.out;
+  const auto j = load(out);
+  EXPECT_FALSE(j.at("record").at("kernel").at("match").get<bool>());
+  EXPECT_EQ(j.at("record").at("declared").at("reduction_groups").get<int64_t>(), 32);
+  EXPECT_EQ(run_cli("audit-axes --shape 2,3,4,4 --kind layer_norm --normalized-dims 3 --kernel declared").exit_code, 0);
+  for (const char* bad : {"audit-axes --shape 2,3,4 --layout nchw", "audit-axes --shape 2,6,4,4 --kind group_norm --groups 4",
+                          "audit-axes --shape 2,3 --layout dense --kind instance_norm", "audit-axes --shape 2,3,4,4 --kind foo",
+                          "audit-axes --shape 2,3,4,4 --kernel nope", "audit-axes --shape 2,0,4,4"}) {
+    o = run_cli(bad);
+    EXPECT_EQ(o.exit_code, 2) << bad;
+    EXPECT_EQ(lines(o.err), 1) << bad << ": " << o.err;
+  }
+}
+
+TEST(Cli, RunJudgesGroupedNormsAndAuditsAxes) {
+  const fs::path out = scratch() / "grouped.json";
+  const Outcome o = run_cli("run --ops grouped_norm,axis_audit --grouped-cases 1 --threads 2 --out " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto j = load(out);
+  EXPECT_TRUE(j.at("grouped_norm").at("passed").get<bool>());
+  EXPECT_EQ(j.at("grouped_norm").at("records").size(), 4u * (7u + 4u + 4u));  // dtypes x (batch, group, instance outputs)
+  EXPECT_TRUE(j.at("axis_audit").at("passed").get<bool>());
+  int planted_caught = 0;
+  for (const auto& r : j.at("axis_audit").at("records"))
+    if (r.at("kernel").at("planted").get<bool>() && !r.at("kernel").at("match").get<bool>()) ++planted_caught;
+  EXPECT_GE(planted_caught, 40);
+  const std::string schema = std::string(NORMCHECK_SOURCE_DIR) + "/reports/schema/report.v1.schema.json";
+  if (std::system("/usr/bin/python3 -c 'import jsonschema' 2>/dev/null") == 0) {
+    const std::string py = "/usr/bin/python3 -c \"import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
+                           "json.load(open(sys.argv[2])))\" " + out.string() + " " + schema;
+    EXPECT_EQ(std::system(py.c_str()), 0);
+  }
 }

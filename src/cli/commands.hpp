@@ -5,8 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "audit/audit_report.hpp"
 #include "suite/block_suite.hpp"
 #include "suite/contraction_suite.hpp"
+#include "suite/grouped_suite.hpp"
 #include "suite/runner.hpp"
 
 namespace normcheck::cli {
@@ -19,7 +21,7 @@ struct RunOptions {
   std::string suite = "default";
   std::vector<std::string> ops, variants, dtypes, generators, block_generators, contraction_generators;
   std::optional<uint64_t> seed;
-  std::optional<int> cases, block_cases, contraction_cases;
+  std::optional<int> cases, block_cases, contraction_cases, grouped_cases;
   int threads = 1;
   std::string out = "reports/latest.json";
   std::optional<int64_t> rows, n, max_elements;
@@ -65,7 +67,17 @@ struct ExampleBlockOptions {
   uint64_t seed = 1;
 };
 
+struct AuditOptions {
+  std::vector<int64_t> shape;
+  std::string layout = "nchw", kind = "batch_norm", kernel, dtype = "f32", out;
+  int normalized_dims = 1;
+  int64_t groups = 1;
+  bool tied_affine = false, no_affine = false, no_running_stats = false;
+  uint64_t seed = 1;
+};
+
 int run_command(const RunOptions& o, const std::string& command_line);
+int audit_axes_command(const AuditOptions& o);
 int contract_command(const ContractOptions& o);
 int example_block_command(const ExampleBlockOptions& o);
 int search_command(const SearchOptions& o);
@@ -81,5 +93,11 @@ void print_block_summary(const BlockSuiteResult& r);
 
 /// Prints the QR-contraction suite: contracted (judged) vs original (measured) per dtype.
 void print_contraction_summary(const ContractionSuiteResult& r);
+
+/// Prints the axis audits of a run: correct kernels matched, planted ones caught.
+void print_audit_summary(const std::vector<audit::AuditRecord>& records);
+
+/// Prints the grouped-normalization suite per dtype, kind and output.
+void print_grouped_summary(const GroupedSuiteResult& r);
 
 }  // namespace normcheck::cli

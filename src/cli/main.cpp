@@ -12,7 +12,7 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
   run.add_option("--suite", o.suite, "named suite (default, quick)");
   run.add_option("--ops", o.ops,
                  "ops: layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward, linear_rmsnorm "
-                 "(the Linear o RMSNorm block suite), qr_contraction (the QR-contraction suite)")
+                 "(the Linear o RMSNorm block suite), qr_contraction (the QR-contraction suite), grouped_norm (batch, group, instance norm), axis_audit")
       ->delimiter(',');
   run.add_option("--kernels", o.variants, "kernel variants (see normcheck list), block variants included")
       ->delimiter(',');
@@ -26,6 +26,8 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
                  "QR-contraction generators (the seed's categories, see normcheck list)")
       ->delimiter(',');
   run.add_option("--contraction-cases", o.contraction_cases, "QR-contraction cases per generator and dtype")
+      ->check(CLI::Range(1, 100000));
+  run.add_option("--grouped-cases", o.grouped_cases, "batch/group/instance norm cases per kind, layout and dtype")
       ->check(CLI::Range(1, 100000));
   run.add_option("--seed", o.seed, "run seed (default: the suite's)");
   run.add_option("--cases", o.cases, "cases per generator and dtype")->check(CLI::Range(1, 1000000));
@@ -85,6 +87,23 @@ void add_example_block_options(CLI::App& c, normcheck::cli::ExampleBlockOptions&
   c.add_option("--seed", o.seed, "seed");
 }
 
+void add_audit_options(CLI::App& c, normcheck::cli::AuditOptions& o) {
+  c.add_option("--shape", o.shape, "tensor shape in memory order, e.g. 2,3,4,4")->delimiter(',')->required();
+  c.add_option("--layout", o.layout, "dense (N,D), nchw, nhwc, sequence (N,L,D)");
+  c.add_option("--kind", o.kind, "batch_norm, layer_norm, channel_layer_norm, instance_norm, group_norm, rms_norm");
+  c.add_option("--normalized-dims", o.normalized_dims, "layer_norm / rms_norm: trailing axes normalized");
+  c.add_option("--groups", o.groups, "group_norm: G");
+  c.add_flag("--tied-affine", o.tied_affine, "one gamma/beta per channel, shared over the other normalized axes");
+  c.add_flag("--no-affine", o.no_affine, "no learned gamma/beta");
+  c.add_flag("--no-running-stats", o.no_running_stats, "batch norm without running statistics");
+  c.add_option("--kernel", o.kernel,
+               "probe a kernel: declared, batch_norm_eval, or a planted one: last_axis_layer_norm, layout_swapped, "
+               "batch_norm_per_sample, group_norm_wrong_groups, mean_over_all_axes");
+  c.add_option("--dtype", o.dtype, "storage dtype of the probed kernel");
+  c.add_option("--seed", o.seed, "seed of the probe input");
+  c.add_option("--out", o.out, "JSON record");
+}
+
 std::string joined_args(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
@@ -118,6 +137,9 @@ int main(int argc, char** argv) {
   normcheck::cli::ExampleBlockOptions example_opts;
   CLI::App* example = app.add_subcommand("example-block", "write a random Linear -> LayerNorm -> Linear block (safetensors)");
   add_example_block_options(*example, example_opts);
+  normcheck::cli::AuditOptions audit_opts;
+  CLI::App* audit = app.add_subcommand("audit-axes", "count a normalization's groups and parameters; infer a kernel's axes");
+  add_audit_options(*audit, audit_opts);
   normcheck::cli::BoundsOptions bounds_opts;
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
   add_bounds_options(*bounds, bounds_opts);
@@ -139,6 +161,7 @@ int main(int argc, char** argv) {
     if (*bounds) return normcheck::cli::bounds_command(bounds_opts);
     if (*contract) return normcheck::cli::contract_command(contract_opts);
     if (*example) return normcheck::cli::example_block_command(example_opts);
+    if (*audit) return normcheck::cli::audit_axes_command(audit_opts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return normcheck::cli::kExitBadInput;

@@ -14,6 +14,8 @@
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "properties/block_generators.hpp"
+#include "audit/audit_report.hpp"
+#include "suite/grouped_suite.hpp"
 #include "properties/contraction_generators.hpp"
 #include "report/block_report.hpp"
 #include "report/contraction_report.hpp"
@@ -30,6 +32,8 @@ struct UsageError : std::invalid_argument {
 
 constexpr const char* kBlockOp = "linear_rmsnorm";
 constexpr const char* kContractionOp = "qr_contraction";
+constexpr const char* kAuditOp = "axis_audit";
+constexpr const char* kGroupedOp = "grouped_norm";
 
 bool is_block_variant(const std::string& v) {
   const auto& t = builtin_block_kernels();
@@ -69,6 +73,8 @@ struct RunPlan {
   std::optional<RunConfig> ops;
   std::optional<BlockSuiteConfig> block;
   std::optional<ContractionSuiteConfig> contraction;
+  bool axis_audit = false;
+  std::optional<GroupedSuiteConfig> grouped;
 };
 
 RunConfig build_ops_config(const RunOptions& o, RunConfig cfg, const std::vector<std::string>& ops) {
@@ -125,7 +131,7 @@ RunPlan build_plan(const RunOptions& o) {
   if (!base) throw UsageError(fmt::format("unknown suite '{}' (see normcheck list)", o.suite));
   check_variants(o.variants);
   const std::vector<std::string> ops =
-      only(o.ops, [](const std::string& op) { return op != kBlockOp && op != kContractionOp; });
+      only(o.ops, [](const std::string& op) { return op != kBlockOp && op != kContractionOp && op != kAuditOp && op != kGroupedOp; });
   const bool block_op_named = std::find(o.ops.begin(), o.ops.end(), kBlockOp) != o.ops.end();
   const bool contraction_named = std::find(o.ops.begin(), o.ops.end(), kContractionOp) != o.ops.end();
   RunPlan plan;
@@ -138,7 +144,17 @@ RunPlan build_plan(const RunOptions& o) {
   const ContractionSuiteConfig contraction = build_contraction_config(o, *suite_contraction_config(o.suite), cfg);
   if ((o.ops.empty() || contraction_named) && o.variants.empty() && contraction.cases_per_generator > 0)
     plan.contraction = contraction;
-  if (!plan.ops && !plan.block && !plan.contraction) throw UsageError("the selection contains no kernel");
+  plan.axis_audit = (o.ops.empty() && o.variants.empty()) || std::find(o.ops.begin(), o.ops.end(), kAuditOp) != o.ops.end();
+  if ((o.ops.empty() && o.variants.empty()) || std::find(o.ops.begin(), o.ops.end(), kGroupedOp) != o.ops.end()) {
+    GroupedSuiteConfig g;
+    g.dtypes = cfg.dtypes;
+    g.seed = o.seed.value_or(cfg.seed);
+    g.cases_per_layout = o.grouped_cases.value_or(o.suite == "quick" ? 1 : 8);
+    g.threads = o.threads;
+    plan.grouped = g;
+  }
+  if (!plan.ops && !plan.block && !plan.contraction && !plan.axis_audit && !plan.grouped)
+    throw UsageError("the selection contains no kernel");
   return plan;
 }
 
@@ -196,25 +212,45 @@ int run_command(const RunOptions& o, const std::string& command_line) {
     plan.contraction->journal_path = journal;
     contraction = run_contraction_suite(*plan.contraction);
   }
+  std::optional<GroupedSuiteResult> grouped;
+  if (plan.grouped && !stop_requested()) grouped = run_grouped_suite(*plan.grouped);
+  std::optional<std::vector<audit::AuditRecord>> audits;
+  if (plan.axis_audit && !stop_requested()) audits = audit::standard_audits(o.seed.value_or(cfg.seed));
   meta.end_time = utc_now();
   nlohmann::json report = make_report(cfg, result, meta, o.out);
   report["rms_block"] = block ? block_suite_json(*plan.block, *block, o.out) : nlohmann::json();
   report["qr_contraction"] = contraction ? contraction_suite_json(*plan.contraction, *contraction, o.out) : nlohmann::json();
   const bool block_ok = !plan.block || (block && block_suite_passed(*block));
   const bool contraction_ok = !plan.contraction || (contraction && contraction_suite_passed(*contraction));
-  const bool passed = run_passed(result) && block_ok && contraction_ok;
+  const bool audit_ok = !plan.axis_audit || (audits && audit::audits_passed(*audits));
+  if (audits) {
+    nlohmann::json records = nlohmann::json::array();
+    for (const audit::AuditRecord& r : *audits) records.push_back(audit::audit_record_json(r));
+    report["axis_audit"] = {{"passed", audit::audits_passed(*audits)}, {"records", records}};
+  } else {
+    report["axis_audit"] = nullptr;
+  }
+  report["grouped_norm"] = grouped ? grouped_suite_json(*plan.grouped, *grouped) : nlohmann::json();
+  const bool grouped_ok = !plan.grouped || (grouped && grouped_suite_passed(*grouped));
+  const bool passed = run_passed(result) && block_ok && contraction_ok && audit_ok && grouped_ok;
   report["run"]["passed"] = passed;
   report["run"]["complete"] = !result.interrupted && (!plan.block || (block && !block->interrupted)) &&
-                              (!plan.contraction || (contraction && !contraction->interrupted));
+                              (!plan.contraction || (contraction && !contraction->interrupted)) &&
+                              (!plan.axis_audit || audits.has_value()) &&
+                              (!plan.grouped || (grouped && !grouped->interrupted));
   write_json_atomically(o.out, report);
   if (!o.quiet && plan.ops) print_summary(result);
   if (!o.quiet && block) print_block_summary(*block);
   if (!o.quiet && contraction) print_contraction_summary(*contraction);
+  if (!o.quiet && grouped) print_grouped_summary(*grouped);
+  if (!o.quiet && audits) print_audit_summary(*audits);
   const auto planned_of = [](const auto& cfg) {
     return cfg ? static_cast<int64_t>(cfg->dtypes.size() * cfg->generators.size()) * cfg->cases_per_generator : 0;
   };
-  const int64_t done = result.cases_done + (block ? block->cases_done : 0) + (contraction ? contraction->cases_done : 0);
-  const int64_t planned = result.cases_planned + planned_of(plan.block) + planned_of(plan.contraction);
+  const int64_t done = result.cases_done + (block ? block->cases_done : 0) + (contraction ? contraction->cases_done : 0) +
+                       (grouped ? grouped->cases_done : 0);
+  const int64_t planned = result.cases_planned + planned_of(plan.block) + planned_of(plan.contraction) +
+                          (plan.grouped ? static_cast<int64_t>(plan.grouped->dtypes.size()) * 9 * plan.grouped->cases_per_layout : 0);
   std::printf("report: %s (%s, %lld/%lld cases)%s\n", o.out.c_str(), passed ? "PASSED" : "FAILED",
               static_cast<long long>(done), static_cast<long long>(planned), done < planned ? " INCOMPLETE: interrupted" : "");
   if (!std::filesystem::exists(journal) || passed) std::filesystem::remove(journal);

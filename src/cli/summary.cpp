@@ -111,4 +111,41 @@ void print_contraction_summary(const ContractionSuiteResult& r) {
               static_cast<long long>(rejected));
 }
 
+void print_grouped_summary(const GroupedSuiteResult& r) {
+  std::printf("\nbatch, group and instance norm (NCHW, NHWC, sequence; training statistics, running-statistic update,\n"
+              "inference mode) against the certified grouped oracle:\n");
+  std::printf("%s\n", fmt::format("{:<5} {:<14} {:<13} {:>5} {:>9} {:>10} {:>9} {:>10} {:>11}", "dtype", "kind", "output", "cases",
+                                  "elements", "max ulp", "rms ulp", "err/bound", "violations")
+                          .c_str());
+  for (const GroupedRecord& rec : r.records)
+    std::printf("%s\n", fmt::format("{:<5} {:<14} {:<13} {:>5} {:>9} {:>10.4g} {:>9.4g} {:>10.4g} {:>11}", dtype_info(rec.storage).name,
+                                    audit::kind_name(rec.kind), rec.output, rec.cases, rec.acc.count(), rec.acc.max_ulp(),
+                                    rec.acc.rms_ulp(), std::max(0.0, rec.acc.max_bound_ratio()), rec.acc.bound_violations())
+                            .c_str());
+}
+
+void print_audit_summary(const std::vector<audit::AuditRecord>& records) {
+  int64_t correct = 0, correct_ok = 0, planted = 0, caught = 0, coincide = 0, unexpected = 0;
+  for (const audit::AuditRecord& r : records) {
+    if (!r.verdict) continue;
+    if (r.planted) {
+      ++planted;
+      if (!r.verdict->match) ++caught;
+      else ++coincide;
+    } else {
+      ++correct;
+      if (r.verdict->match) ++correct_ok;
+    }
+    if (!r.as_expected()) {
+      ++unexpected;
+      std::printf("axis audit NOT AS EXPECTED: %s on %s %s: %s\n", r.kernel.c_str(), std::string(audit::layout_name(r.tensor.layout)).c_str(),
+                  std::string(audit::kind_name(r.declared.kind)).c_str(), r.verdict->verdict.c_str());
+    }
+  }
+  std::printf("\naxis audit: %lld correct kernels matched their declared groups (of %lld); %lld planted wrong-axis kernels "
+              "caught, %lld coincide with the declared groups on their shape (of %lld); %lld not as expected\n",
+              static_cast<long long>(correct_ok), static_cast<long long>(correct), static_cast<long long>(caught),
+              static_cast<long long>(coincide), static_cast<long long>(planted), static_cast<long long>(unexpected));
+}
+
 }  // namespace normcheck::cli

@@ -43,6 +43,7 @@ template <class Accum>
 struct RowStats {
   Accum mean;
   Accum rstd;
+  Accum var = num::constant<Accum>(0.0);  ///< the biased variance (two-pass statistics only)
 };
 
 template <class Accum>
@@ -58,7 +59,8 @@ RowStats<Accum> row_stats_two_pass_with(const Storage* x, int64_t n, Accum eps) 
     const Accum d = num::convert<Accum>(x[j]) - mean;
     return d * d;
   });
-  return {mean, rstd_from_var(ss / count, eps)};
+  const Accum var = ss / count;
+  return {mean, rstd_from_var(var, eps), var};
 }
 
 template <class Storage, class Accum>

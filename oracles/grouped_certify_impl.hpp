@@ -1,0 +1,41 @@
+#pragma once
+/// Shared body of the MPFI grouped-normalization TUs (one interval type per TU).
+#include <boost/multiprecision/mpfi.hpp>
+
+#include "oracles/certified_grouped_norm.hpp"
+#include "oracles/grouped_norm.hpp"
+#include "oracles/layernorm_certify_impl.hpp"
+
+namespace normcheck::oracle::detail {
+
+template <class Interval>
+CertifiedGroupedNorm evaluate_grouped(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp, int bits) {
+  const auto r = grouped_norm_reference<Interval>(c, l.group_of, l.channel_of, l.groups, l.channels, with_vjp, l.batch_norm);
+  CertifiedGroupedNorm out;
+  out.precision_bits = bits;
+  CertifiedLayerNorm acc;
+  out.y = certify_all(r.y, c.dtype, acc);
+  out.dx = certify_all(r.dx, c.dtype, acc);
+  out.contrib = certify_all(r.contrib, c.dtype, acc);
+  out.dgamma = certify_all(r.dgamma, c.dtype, acc);
+  out.dbeta = certify_all(r.dbeta, c.dtype, acc);
+  out.running_mean = certify_all(r.running_mean, c.dtype, acc);
+  out.running_var = certify_all(r.running_var, c.dtype, acc);
+  out.y_inference = certify_all(r.y_inference, c.dtype, acc);
+  mids(r.mean, out.mean, out.mean_rad);
+  mids(r.var, out.var, out.var_rad);
+  mids(r.rstd, out.rstd, out.rstd_rad);
+  out.max_err_ulps = acc.max_err_ulps;
+  out.certified = acc.max_err_ulps <= kRequiredUlpFraction;
+  return out;
+}
+
+}  // namespace normcheck::oracle::detail
+
+#define NORMCHECK_DEFINE_MPFI_GROUPED_ORACLE(Digits)                                                           \
+  namespace normcheck::oracle {                                                                              \
+  CertifiedGroupedNorm evaluate_grouped_mpfi##Digits(const GroupedNormCase& c, const GroupedNormLayout& l,   \
+                                                     bool with_vjp) {                                        \
+    return detail::evaluate_grouped<detail::MpfiInterval<Digits>>(c, l, with_vjp, detail::mpfi_bits<Digits>()); \
+  }                                                                                                          \
+  }

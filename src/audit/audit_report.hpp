@@ -1,0 +1,43 @@
+#pragma once
+/// Axis-audit records as JSON (for `normcheck audit-axes --out` and the run report's
+/// "axis_audit" section) and the run's standard audit set.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "audit/infer.hpp"
+
+namespace normcheck::audit {
+
+/// The accounting of a declared normalization.
+nlohmann::json accounting_json(const TensorSpec& t, const NormSpec& n, const Accounting& a);
+
+/// One audit: the declared accounting and, when a kernel was probed, what it does and the verdict.
+struct AuditRecord {
+  TensorSpec tensor;
+  NormSpec declared;
+  Accounting accounting;
+  std::string kernel;  ///< empty: accounting only
+  bool planted = false;
+  DType dtype = DType::f32;
+  std::optional<InferredGroups> inferred;
+  std::optional<AuditVerdict> verdict;
+  /// A planted kernel must mismatch (unless the shape makes it coincide), a correct one match.
+  bool as_expected() const;
+};
+
+AuditRecord run_audit(const TensorSpec& t, const NormSpec& declared, const std::string& kernel, DType dtype, uint64_t seed);
+
+nlohmann::json audit_record_json(const AuditRecord& r);
+
+/// The run's audit set: the seed's dense (2,3) and image (2,3,4,4) cases and an NHWC, a sequence
+/// and a group-norm case, each with its correct kernel and every applicable planted kernel, in f32
+/// and bf16.
+std::vector<AuditRecord> standard_audits(uint64_t seed);
+
+/// Every record as expected.
+bool audits_passed(const std::vector<AuditRecord>& records);
+
+}  // namespace normcheck::audit

@@ -1,0 +1,50 @@
+#pragma once
+/// Black-box axis inference: which entries does a kernel normalize together? Move one entry up
+/// and down, record which outputs move; one probe pair per group plus one confirmation pair per
+/// group. The move is large next to the data (8 sqrt(entries) + 8 spreads), so that every output
+/// in the entry's group moves by far more than a rounding step of the dtype even in bf16, and the
+/// two directions cover groups of two entries (normalized to +-1, only a change of order moves
+/// them); outputs are compared bit for bit (NaN-aware).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "audit/audit_kernels.hpp"
+
+namespace normcheck::audit {
+
+struct InferredGroups {
+  std::vector<int64_t> group_of;  ///< canonical group per entry (valid when `partition`)
+  bool partition = true;          ///< every probe moved exactly its group (groups are disjoint)
+  int64_t probes = 0;             ///< kernel evaluations
+  std::vector<std::string> notes; ///< e.g. "entry 7 moves no output", overlaps
+};
+
+/// Throws std::invalid_argument when the tensor exceeds 65536 entries (cost: groups x entries).
+InferredGroups infer_groups(const AuditKernel& kernel, const TensorSpec& t, DType dtype, uint64_t seed);
+
+/// How a partition uses each memory axis.
+struct AxisUse {
+  std::vector<std::string> reduced;    ///< every group spans the whole axis
+  std::vector<std::string> kept;       ///< every group has one coordinate on the axis
+  std::vector<std::string> partial;    ///< in between (group norm's channel blocks, or irregular)
+  std::vector<int64_t> partial_block;  ///< per partial axis: coordinates per group when constant, else 0
+  std::vector<std::string> size_one;   ///< size-1 axes: reducing over them or not is the same
+  int64_t groups = 0, min_entries = 0, max_entries = 0;
+};
+AxisUse axis_use(const std::vector<int64_t>& group_of, const TensorSpec& t);
+
+/// Words for a partition, e.g. "normalizes over W (24 groups of 4 entries)".
+std::string describe(const AxisUse& u);
+
+struct AuditVerdict {
+  bool match = false;
+  std::string declared_words, inferred_words, verdict;  ///< verdict: one line a user understands
+  std::vector<std::string> coincidences;  ///< standard normalizations with the same groups on this shape
+  std::vector<std::string> size_one_axes;
+};
+
+/// Compares the declared groups with the inferred ones.
+AuditVerdict compare_groups(const TensorSpec& t, const NormSpec& declared, const InferredGroups& inferred);
+
+}  // namespace normcheck::audit

@@ -1,0 +1,160 @@
+// Bounds for the grouped normalization kernels (docs/bounds.md section 13). Each group runs the
+// LayerNorm two-pass arithmetic on its gathered entries, so y and dx are bounded by LN-TWOPASS-SEQ
+// on a one-row LayerNorm case per group (sections 2-3); the per-channel sums dgamma, dbeta, the
+// running statistics and inference-mode batch norm follow with (magnitude, error) pairs.
+#include "core/bounds_grouped.hpp"
+
+#include "core/bounds_model.hpp"
+#include "core/error_pairs.hpp"
+
+namespace normcheck {
+
+using namespace bounds_detail;
+
+namespace {
+
+CertifiedValue exact_value(double v) {
+  CertifiedValue c;
+  c.hi = v;
+  c.rounded = v;
+  return c;
+}
+
+/// Group g as a one-row LayerNorm case with its certified reference.
+void group_as_row(const GroupedNormCase& c, const oracle::GroupedNormLayout& l, const oracle::CertifiedGroupedNorm& ref,
+                  const std::vector<int64_t>& entries, int64_t g, bool with_vjp, LayerNormCase& row,
+                  oracle::CertifiedLayerNorm& rref) {
+  row.dtype = c.dtype;
+  row.rows = 1;
+  row.n = static_cast<int64_t>(entries.size());
+  row.eps = c.eps;
+  for (int64_t e : entries) {
+    const int64_t ch = l.channel_of[e];
+    row.x.push_back(c.x[e]);
+    row.gamma.push_back(c.gamma[ch]);
+    row.beta.push_back(c.beta[ch]);
+    rref.y.push_back(ref.y[e]);
+    if (with_vjp) {
+      row.dy.push_back(c.dy[e]);
+      rref.dx.push_back(ref.dx[e]);
+      rref.dgamma.push_back(ref.contrib[e]);
+      rref.dbeta.push_back(exact_value(c.dy[e]));
+    }
+  }
+  rref.mean = {ref.mean[g]};
+  rref.mean_rad = {ref.mean_rad[g]};
+  rref.var = {ref.var[g]};
+  rref.var_rad = {ref.var_rad[g]};
+  rref.rstd = {ref.rstd[g]};
+  rref.rstd_rad = {ref.rstd_rad[g]};
+}
+
+TensorBound sized(size_t n) { return {std::vector<double>(n, 0.0), std::vector<uint8_t>(n, 0)}; }
+
+void finish(TensorBound& t, size_t k, const Em& v, const CertifiedValue& ref, const EmArith& a) {
+  const double exact = upper_abs(ref);
+  const bool over = v.over || reaches(exact + v.err, a.max_s);
+  t.regime[k] = output_regime(exact, v.mag, a.storage) | (over ? kRegimeOverflow : 0);
+  t.bound[k] = over ? kInf : with_store(exact, v.err, a.u);
+}
+
+/// An oracle statistic as a pair: |exact| <= upper, computed error e.
+Em statistic(double mid, double rad, double e) { return {(std::fabs(mid) + rad) * (1 + kRel), e, !std::isfinite(e)}; }
+
+/// running_mean' = fl(fl(keep rm) + fl(mom mean_hat)), running_var' = fl(fl(keep rv) + fl(mom fl(var_hat unbias))).
+void running_stats_bound(const GroupedNormCase& c, const oracle::CertifiedGroupedNorm& ref, const std::vector<RowError>& rows,
+                         const std::vector<int64_t>& counts, const EmArith& a, GroupedBound& out) {
+  const double mom = c.momentum;
+  // keep = fl_a(fl_64(1 - mom)): the double subtraction and the conversion each round once.
+  const Em keep_pair{std::fabs(1 - mom), std::fabs(1 - mom) * (0x1p-53 + a.u.ua) * 1.01 + a.u.eta_a, false};
+  const Em mom_pair{mom, mom * a.u.ua + a.u.eta_a, false};
+  out.running_mean = sized(ref.running_mean.size());
+  out.running_var = sized(ref.running_var.size());
+  for (size_t ch = 0; ch < ref.running_mean.size(); ++ch) {
+    const RowError& r = rows[ch];
+    const Em mean = statistic(ref.mean[ch], ref.mean_rad[ch], r.e_mu);
+    const Em rm = a.add(a.mul(keep_pair, EmArith::exact(c.running_mean[ch])), a.mul(mom_pair, mean));
+    finish(out.running_mean, ch, rm, ref.running_mean[ch], a);
+    const int64_t n = counts[ch];
+    const double unbias_exact = n > 1 ? static_cast<double>(n) / static_cast<double>(n - 1) : 1.0;
+    const Em unbias{unbias_exact * (1 + kRel), n > 1 ? unbias_exact * (1 + kRel) * division_error(n - 1, a.u) + a.u.eta_a : 0.0, false};
+    const Em var = statistic(ref.var[ch], ref.var_rad[ch], r.e_v);
+    const Em rv = a.add(a.mul(keep_pair, EmArith::exact(c.running_var[ch])), a.mul(mom_pair, a.mul(var, unbias)));
+    finish(out.running_var, ch, rv, ref.running_var[ch], a);
+  }
+}
+
+/// y = fl(fl(fl(x - rm) r) gamma + beta) with r = fl(1 / fl(sqrt(fl(rv + eps)))).
+void inference_bound(const GroupedNormCase& c, const oracle::GroupedNormLayout& l, const oracle::CertifiedGroupedNorm& ref,
+                     const EmArith& a, GroupedBound& out) {
+  out.y_inference = sized(ref.y_inference.size());
+  std::vector<Em> r(static_cast<size_t>(l.channels));
+  for (int64_t ch = 0; ch < l.channels; ++ch) {
+    const double v = c.running_var[ch];
+    const double delta = rstd_relative_error(v, v, 0.0, c.eps, a.u);
+    const double upper = 1 / std::sqrt(v + c.eps) * (1 + 0x1p-50);
+    r[ch] = {upper, upper * delta, !(delta < kInf)};
+  }
+  for (size_t e = 0; e < c.x.size(); ++e) {
+    const int64_t ch = l.channel_of[e];
+    const Em d = a.add(EmArith::exact(c.x[e]), EmArith::exact(c.running_mean[ch]));
+    const Em y = a.add(a.mul(a.mul(d, r[ch]), EmArith::exact(c.gamma[ch])), EmArith::exact(c.beta[ch]));
+    finish(out.y_inference, e, y, ref.y_inference[e], a);
+  }
+}
+
+}  // namespace
+
+GroupedBound grouped_norm_bound(const GroupedNormCase& c, const oracle::GroupedNormLayout& l,
+                                const oracle::CertifiedGroupedNorm& ref, DType accum, bool with_vjp) {
+  const BoundModel m{StatsModel::two_pass, c.dtype, accum, SumOrder::sequential, -1, 0};
+  const Units u = units_of(m);
+  const EmArith a{u, dtype_info(c.dtype).max_finite, c.dtype};
+  GroupedBound out;
+  out.y = sized(c.x.size());
+  if (with_vjp) out.dx = sized(c.x.size());
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(l.groups));
+  for (size_t e = 0; e < c.x.size(); ++e) members[l.group_of[e]].push_back(static_cast<int64_t>(e));
+  std::vector<double> dg_err(static_cast<size_t>(l.channels), 0.0), dg_mag(dg_err), db_mag(dg_err);
+  std::vector<int64_t> per_channel(static_cast<size_t>(l.channels), 0), counts;
+  std::vector<RowError> rows;
+  for (int64_t g = 0; g < l.groups; ++g) {
+    LayerNormCase row;
+    oracle::CertifiedLayerNorm rref;
+    group_as_row(c, l, ref, members[g], g, with_vjp, row, rref);
+    const TensorBound fwd = layernorm_forward_bound(row, rref, m);
+    BackwardBound bwd;
+    if (with_vjp) bwd = layernorm_backward_bound(row, rref, m);
+    rows.push_back(row_error(row, rref, 0, m, u));
+    counts.push_back(row.n);
+    for (size_t i = 0; i < members[g].size(); ++i) {
+      const int64_t e = members[g][i], ch = l.channel_of[e];
+      out.y.bound[e] = fwd.bound[i];
+      out.y.regime[e] = fwd.regime[i];
+      if (!with_vjp) continue;
+      out.dx.bound[e] = bwd.dx.bound[i];
+      out.dx.regime[e] = bwd.dx.regime[i];
+      // dgamma_c sums fl(dy z_hat) over the channel's entries: the one-row bound of each product.
+      dg_err[ch] += bwd.dgamma.bound[i];
+      dg_mag[ch] += upper_abs(ref.contrib[e]) + bwd.dgamma.bound[i];
+      db_mag[ch] += std::fabs(c.dy[e]);
+      ++per_channel[ch];
+    }
+  }
+  if (with_vjp) {
+    out.dgamma = sized(static_cast<size_t>(l.channels));
+    out.dbeta = sized(static_cast<size_t>(l.channels));
+    for (int64_t ch = 0; ch < l.channels; ++ch) {
+      const double sum_gamma = gamma_k(static_cast<double>(per_channel[ch] - 1), u.ua);
+      finish(out.dgamma, ch, {dg_mag[ch], dg_err[ch] + sum_gamma * dg_mag[ch], !std::isfinite(dg_err[ch])}, ref.dgamma[ch], a);
+      finish(out.dbeta, ch, {db_mag[ch], sum_gamma * db_mag[ch], false}, ref.dbeta[ch], a);
+    }
+  }
+  if (l.batch_norm) {
+    running_stats_bound(c, ref, rows, counts, a, out);
+    inference_bound(c, l, ref, a, out);
+  }
+  return out;
+}
+
+}  // namespace normcheck

@@ -1,0 +1,45 @@
+#include "core/grouped_norm_case.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/layernorm_case.hpp"
+
+namespace normcheck {
+
+std::vector<int64_t> case_groups(const GroupedNormCase& c) { return audit::declared_groups(c.tensor, c.spec); }
+
+int64_t case_channel_count(const GroupedNormCase& c) {
+  return c.tensor.shape[static_cast<size_t>(audit::channel_axis(c.tensor.layout))];
+}
+
+std::vector<int64_t> case_channels(const GroupedNormCase& c) {
+  const int ch = audit::channel_axis(c.tensor.layout), rank = static_cast<int>(c.tensor.shape.size());
+  int64_t stride = 1, elements = 1;
+  for (int a = rank - 1; a > ch; --a) stride *= c.tensor.shape[a];
+  for (int64_t s : c.tensor.shape) elements *= s;
+  std::vector<int64_t> out(static_cast<size_t>(elements));
+  for (int64_t e = 0; e < elements; ++e) out[e] = (e / stride) % c.tensor.shape[ch];
+  return out;
+}
+
+std::optional<std::string> validate_grouped_case(const GroupedNormCase& c) {
+  if (auto err = audit::validate(c.tensor, c.spec)) return err;
+  if (!(c.eps > 0) || !std::isfinite(c.eps)) return fmt::format("eps must be finite and > 0, got {}", c.eps);
+  if (!(c.momentum >= 0 && c.momentum <= 1)) return fmt::format("momentum must be in [0, 1], got {}", c.momentum);
+  int64_t elements = 1;
+  for (int64_t s : c.tensor.shape) elements *= s;
+  const auto ch = static_cast<size_t>(case_channel_count(c));
+  for (const auto& [v, want, name] : {std::tuple{&c.x, static_cast<size_t>(elements), "x"}, {&c.dy, static_cast<size_t>(elements), "dy"},
+                                      {&c.gamma, ch, "gamma"}, {&c.beta, ch, "beta"}, {&c.running_mean, ch, "running_mean"},
+                                      {&c.running_var, ch, "running_var"}}) {
+    if (v->size() != want) return fmt::format("shape mismatch: {} has {} values, expected {}", name, v->size(), want);
+    if (auto err = check_values(*v, name, c.dtype)) return err;
+  }
+  for (double v : c.running_var)
+    if (v < 0) return std::string("running_var must be >= 0");
+  return std::nullopt;
+}
+
+}  // namespace normcheck

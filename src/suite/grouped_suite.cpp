@@ -1,0 +1,119 @@
+#include "suite/grouped_suite.hpp"
+
+#include <algorithm>
+
+#include "properties/grouped_generators.hpp"
+#include "report/case_json.hpp"
+#include "report/report.hpp"
+#include "suite/grouped_judge.hpp"
+#include "suite/work_items.hpp"
+
+namespace normcheck {
+namespace {
+
+constexpr audit::NormKind kKinds[] = {audit::NormKind::batch_norm, audit::NormKind::group_norm, audit::NormKind::instance_norm};
+constexpr audit::Layout kLayouts[] = {audit::Layout::nchw, audit::Layout::nhwc, audit::Layout::sequence};
+
+struct Item {
+  DType dtype;
+  int kind, layout;
+  int64_t index;
+};
+
+Item item_at(const GroupedSuiteConfig& cfg, size_t i) {
+  const size_t per_layout = static_cast<size_t>(cfg.cases_per_layout), per_kind = 3 * per_layout, per_dtype = 3 * per_kind;
+  return {cfg.dtypes[i / per_dtype], static_cast<int>((i % per_dtype) / per_kind), static_cast<int>((i % per_kind) / per_layout),
+          static_cast<int64_t>(i % per_layout)};
+}
+
+struct ItemResult {
+  GroupedNormCase c;
+  GroupedJudgement j;
+};
+
+}  // namespace
+
+uint64_t grouped_case_seed(uint64_t run_seed, DType dt, int kind, int layout, int64_t index) {
+  return derive_seed(derive_seed(run_seed, 0x6e0 + static_cast<uint64_t>(kind)), static_cast<uint64_t>(dt),
+                     static_cast<uint64_t>(layout), static_cast<uint64_t>(index));
+}
+
+GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg) {
+  GroupedSuiteResult result;
+  const size_t total = cfg.dtypes.size() * 9 * static_cast<size_t>(cfg.cases_per_layout);
+  result.cases_planned = static_cast<int64_t>(total);
+  const auto done = run_items<ItemResult>(total, cfg.threads, [&](size_t i) {
+    const Item it = item_at(cfg, i);
+    ItemResult r;
+    r.c = gen::make_grouped_case(kKinds[it.kind], kLayouts[it.layout], it.dtype,
+                                 grouped_case_seed(cfg.seed, it.dtype, it.kind, it.layout, it.index));
+    r.j = judge_grouped(r.c, run_grouped_kernel(r.c));
+    return r;
+  });
+  for (size_t i = 0; i < total; ++i) {
+    if (!done[i]) continue;
+    ++result.cases_done;
+    const ItemResult& item = *done[i];
+    for (const OutputJudgement& o : item.j.outputs) {
+      auto rec = std::find_if(result.records.begin(), result.records.end(), [&](const GroupedRecord& r) {
+        return r.storage == item.c.dtype && r.kind == item.c.spec.kind && r.output == o.output;
+      });
+      if (rec == result.records.end()) rec = result.records.insert(result.records.end(), GroupedRecord{item.c.dtype, item.c.spec.kind, o.output});
+      ++rec->cases;
+      if (o.failed) ++rec->failed_cases;
+      if (!item.j.reference.certified) ++rec->uncertified_cases;
+      rec->oracle_precision_bits = std::max(rec->oracle_precision_bits, item.j.reference.precision_bits);
+      const double before = rec->acc.max_bound_ratio();
+      rec->acc.merge(o.acc);
+      if (o.acc.max_bound_ratio() > before) {
+        rec->worst_seed = item.c.seed;
+        rec->worst_tensor = item.c.tensor;
+        rec->worst = o.worst;
+      }
+    }
+  }
+  result.interrupted = result.cases_done < result.cases_planned;
+  return result;
+}
+
+bool grouped_suite_passed(const GroupedSuiteResult& r) {
+  for (const GroupedRecord& rec : r.records)
+    if (rec.failed()) return false;
+  return !r.interrupted;
+}
+
+nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSuiteResult& r) {
+  nlohmann::json records = nlohmann::json::array(), dtypes = nlohmann::json::array();
+  for (const GroupedRecord& rec : r.records) {
+    nlohmann::json j = {
+        {"op", "grouped_norm"},
+        {"kind", std::string(audit::kind_name(rec.kind))},
+        {"storage", std::string(dtype_info(rec.storage).name)},
+        {"accum", std::string(dtype_info(dtype_info(rec.storage).default_accum).name)},
+        {"output", rec.output},
+        {"bound_id", "GROUPED-TWOPASS-SEQ[" + std::string(dtype_info(rec.storage).name) + "/" +
+                         std::string(dtype_info(dtype_info(rec.storage).default_accum).name) + "]"},
+        {"verdict", verdict_name(rec.cases, rec.acc, rec.failed(), false)},
+        {"cases", rec.cases},
+        {"failed_cases", rec.failed_cases},
+        {"uncertified_cases", rec.uncertified_cases},
+        {"oracle_precision_bits", rec.oracle_precision_bits},
+        {"worst_case",
+         {{"case_seed", std::to_string(rec.worst_seed)},
+          {"layout", std::string(audit::layout_name(rec.worst_tensor.layout))},
+          {"shape", rec.worst_tensor.shape},
+          {"element", worst_element_json(rec.worst, 0)},
+          {"regenerate", "gen::make_grouped_case(kind, layout, dtype, case_seed)"}}}};
+    j.update(accumulator_json(rec.acc));
+    records.push_back(j);
+  }
+  for (DType d : cfg.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
+  return {{"config", {{"dtypes", dtypes}, {"cases_per_layout", cfg.cases_per_layout}, {"seed", std::to_string(cfg.seed)},
+                      {"kinds", {"batch_norm", "group_norm", "instance_norm"}}, {"layouts", {"nchw", "nhwc", "sequence"}}}},
+          {"passed", grouped_suite_passed(r)},
+          {"cases_planned", r.cases_planned},
+          {"cases_done", r.cases_done},
+          {"records", records}};
+}
+
+}  // namespace normcheck

@@ -1,0 +1,49 @@
+#pragma once
+/// The grouped-normalization suite: batch norm (training statistics, running-statistic update,
+/// inference mode), group norm and instance norm on NCHW, NHWC and sequence tensors in every
+/// dtype, judged against the certified grouped oracle with the grouped bounds.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/grouped_norm_case.hpp"
+#include "suite/judge.hpp"
+
+namespace normcheck {
+
+struct GroupedSuiteConfig {
+  std::vector<DType> dtypes;
+  int cases_per_layout = 8;  ///< per (kind, layout, dtype)
+  uint64_t seed = 20261130;
+  int threads = 1;
+};
+
+/// One (dtype, kind, output) over every layout and case.
+struct GroupedRecord {
+  DType storage;
+  audit::NormKind kind;
+  std::string output;
+  int64_t cases = 0, failed_cases = 0, uncertified_cases = 0;
+  ErrorAccumulator acc;
+  int oracle_precision_bits = 0;
+  uint64_t worst_seed = 0;
+  audit::TensorSpec worst_tensor;
+  WorstElement worst;
+  bool failed() const { return failed_cases > 0; }
+};
+
+struct GroupedSuiteResult {
+  std::vector<GroupedRecord> records;
+  int64_t cases_done = 0, cases_planned = 0;
+  bool interrupted = false;
+};
+
+uint64_t grouped_case_seed(uint64_t run_seed, DType dt, int kind, int layout, int64_t index);
+
+GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg);
+bool grouped_suite_passed(const GroupedSuiteResult& r);
+nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSuiteResult& r);
+
+}  // namespace normcheck
