@@ -11,15 +11,15 @@
 
 #include <fmt/format.h>
 
+#include "audit/audit_report.hpp"
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "properties/block_generators.hpp"
-#include "audit/audit_report.hpp"
-#include "suite/grouped_suite.hpp"
 #include "properties/contraction_generators.hpp"
 #include "report/block_report.hpp"
 #include "report/contraction_report.hpp"
 #include "report/report.hpp"
+#include "suite/grouped_suite.hpp"
 #include "suite/suites.hpp"
 
 namespace normcheck::cli {
@@ -68,7 +68,8 @@ void apply_shape_options(const RunOptions& o, RunConfig& cfg) {
   if (o.eps) cfg.eps_override = *o.eps;
 }
 
-/// The selected parts of a run: the per-op kernel suite and the Linear o RMSNorm block suite.
+/// The selected parts of a run: the per-op kernel suite, the Linear o RMSNorm block suite, the
+/// QR-contraction suite, the axis audits and the grouped-normalization suite.
 struct RunPlan {
   std::optional<RunConfig> ops;
   std::optional<BlockSuiteConfig> block;
@@ -146,10 +147,10 @@ RunPlan build_plan(const RunOptions& o) {
     plan.contraction = contraction;
   plan.axis_audit = (o.ops.empty() && o.variants.empty()) || std::find(o.ops.begin(), o.ops.end(), kAuditOp) != o.ops.end();
   if ((o.ops.empty() && o.variants.empty()) || std::find(o.ops.begin(), o.ops.end(), kGroupedOp) != o.ops.end()) {
-    GroupedSuiteConfig g;
+    GroupedSuiteConfig g = *suite_grouped_config(o.suite);
     g.dtypes = cfg.dtypes;
-    g.seed = o.seed.value_or(cfg.seed);
-    g.cases_per_layout = o.grouped_cases.value_or(o.suite == "quick" ? 1 : 8);
+    if (o.seed) g.seed = *o.seed;
+    if (o.grouped_cases) g.cases_per_layout = *o.grouped_cases;
     g.threads = o.threads;
     plan.grouped = g;
   }

@@ -10,12 +10,13 @@ const std::vector<SuiteDef>& suites() {
       {"default",
        "every LayerNorm and RMSNorm kernel x dtype x generator, 10 cases each, rows*n <= 65536; every "
        "Linear o RMSNorm block variant x dtype x block generator, 10 cases each; the QR contraction on "
-       "every dtype x seed category, 20 cases each",
-       10, 65536, 20261130, 10, 20},
+       "every dtype x seed category, 20 cases each; batch, group and instance norm on NCHW, NHWC and sequence "
+       "tensors, 8 cases each; the axis audits",
+       10, 65536, 20261130, 10, 20, 8},
       {"quick",
        "every LayerNorm and RMSNorm kernel x dtype x generator, 2 cases each, rows*n <= 2048; block "
-       "variants, 3 cases per block generator; the QR contraction, 2 cases per category",
-       2, 2048, 20261130, 3, 2},
+       "variants, 3 cases per block generator; the QR contraction, 2 cases per category; batch/group/instance norm, 1 case per layout; the axis audits",
+       2, 2048, 20261130, 3, 2, 1},
   };
   return table;
 }
@@ -43,6 +44,18 @@ std::optional<ContractionSuiteConfig> suite_contraction_config(std::string_view 
     for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
     cfg.generators = gen::contraction_generator_names();
     cfg.cases_per_generator = s.contraction_cases_per_generator;
+    cfg.seed = s.seed;
+    return cfg;
+  }
+  return std::nullopt;
+}
+
+std::optional<GroupedSuiteConfig> suite_grouped_config(std::string_view name) {
+  for (const SuiteDef& s : suites()) {
+    if (s.name != name) continue;
+    GroupedSuiteConfig cfg;
+    for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
+    cfg.cases_per_layout = s.grouped_cases_per_layout;
     cfg.seed = s.seed;
     return cfg;
   }

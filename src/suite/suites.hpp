@@ -7,6 +7,7 @@
 
 #include "suite/block_suite.hpp"
 #include "suite/contraction_suite.hpp"
+#include "suite/grouped_suite.hpp"
 #include "suite/runner.hpp"
 
 namespace normcheck {
@@ -19,6 +20,7 @@ struct SuiteDef {
   uint64_t seed;
   int block_cases_per_generator;  ///< Linear o RMSNorm block cases per block generator and dtype
   int contraction_cases_per_generator;  ///< QR-contraction cases per contraction generator and dtype
+  int grouped_cases_per_layout;  ///< batch/group/instance norm cases per kind, layout and dtype
 };
 
 const std::vector<SuiteDef>& suites();
@@ -31,5 +33,8 @@ std::optional<BlockSuiteConfig> suite_block_config(std::string_view name);
 
 /// The QR-contraction suite of a named suite (every dtype and contraction generator).
 std::optional<ContractionSuiteConfig> suite_contraction_config(std::string_view name);
+
+/// The grouped-normalization suite of a named suite.
+std::optional<GroupedSuiteConfig> suite_grouped_config(std::string_view name);
 
 }  // namespace normcheck
