@@ -7,7 +7,7 @@ packages=(
   libboost-dev libmpfr-dev libmpfi-dev libgmp-dev
   libeigen3-dev librapidcheck-dev nlohmann-json3-dev
   libcli11-dev libfmt-dev libgtest-dev
-  libonnx-testdata python3-jsonschema
+  libonnx-testdata python3-jsonschema python3-numpy
 )
 missing=()
 for p in "${packages[@]}"; do

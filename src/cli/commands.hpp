@@ -22,6 +22,9 @@ struct RunOptions {
   std::vector<std::string> ops, variants, dtypes, generators, block_generators, contraction_generators;
   std::optional<uint64_t> seed;
   std::optional<int> cases, block_cases, contraction_cases, grouped_cases;
+  std::vector<std::string> plugins;  ///< --kernel: plugin libraries to judge
+  double kernel_timeout = 10;        ///< seconds per plugin or exec call
+  std::string exec, exec_name = "exec";  ///< --exec: a command implementing the exec protocol
   int threads = 1;
   std::string out = "reports/latest.json";
   std::optional<int64_t> rows, n, max_elements;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,8 @@
 #include <fmt/format.h>
 
 #include "audit/audit_report.hpp"
+#include "external/exec.hpp"
+#include "external/plugin.hpp"
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "properties/block_generators.hpp"
@@ -127,9 +130,46 @@ ContractionSuiteConfig build_contraction_config(const RunOptions& o, Contraction
   return cfg;
 }
 
+RunConfig build_ops_config(const RunOptions& o, RunConfig cfg, const std::vector<std::string>& ops);
+
+/// Plugin kernels named with --kernel: inspected in a child process each.
+std::vector<KernelEntry> load_plugins(const RunOptions& o) {
+  std::vector<KernelEntry> out;
+  if (!(o.kernel_timeout > 0)) throw UsageError(fmt::format("--kernel-timeout must be > 0, got {}", o.kernel_timeout));
+  for (const std::string& path : o.plugins) {
+    try {
+      for (KernelEntry& k : external::plugin_kernels(external::inspect_plugin(path, o.kernel_timeout), o.kernel_timeout))
+        out.push_back(std::move(k));
+    } catch (const std::runtime_error& e) {
+      throw UsageError(e.what());
+    }
+  }
+  return out;
+}
+
+/// With --kernel, only the plugins' kernels run (on the ops and dtypes they support), by the
+/// per-op suite's properties, metrics and reports.
+RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
+  if (!o.variants.empty()) throw UsageError("--kernels selects built-in kernels; with --kernel or --exec only those run");
+  for (const char ch : o.exec_name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') throw UsageError("--exec-name takes letters, digits and '_'");
+  RunPlan plan;
+  RunConfig cfg = build_ops_config(o, base, o.ops);
+  cfg.builtin = false;
+  cfg.extra_kernels = load_plugins(o);
+  if (!o.exec.empty()) {
+    const external::ExecSpec spec{o.exec, o.exec_name, o.kernel_timeout};
+    for (KernelEntry& k : external::exec_kernels(spec, cfg.ops, cfg.dtypes)) cfg.extra_kernels.push_back(std::move(k));
+  }
+  if (selected_kernels(cfg).empty()) throw UsageError("the plugin supports none of the selected ops and dtypes");
+  plan.ops = cfg;
+  return plan;
+}
+
 RunPlan build_plan(const RunOptions& o) {
   auto base = suite_config(o.suite);
   if (!base) throw UsageError(fmt::format("unknown suite '{}' (see normcheck list)", o.suite));
+  if (!o.plugins.empty() || !o.exec.empty()) return plugin_plan(o, *base);
   check_variants(o.variants);
   const std::vector<std::string> ops =
       only(o.ops, [](const std::string& op) { return op != kBlockOp && op != kContractionOp && op != kAuditOp && op != kGroupedOp; });

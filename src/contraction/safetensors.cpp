@@ -1,6 +1,6 @@
 #include "contraction/safetensors.hpp"
 
-#include "core/float_format.hpp"
+#include "core/storage_bytes.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -34,19 +34,6 @@ DType st_dtype(const std::string& s, const std::string& tensor) {
   throw SafetensorsError(fmt::format("tensor '{}' has dtype '{}' (supported: F16, BF16, F32, F64)", tensor, s));
 }
 
-size_t item_size(DType d) { return d == DType::f64 ? 8 : d == DType::f32 ? 4 : 2; }
-
-double decode(const unsigned char* p, DType d) {
-  uint64_t bits = 0;
-  for (size_t b = 0; b < item_size(d); ++b) bits |= static_cast<uint64_t>(p[b]) << (8 * b);
-  return decode_bits(bits, *dtype_info(d).format);
-}
-
-void encode(double v, DType d, std::string& out) {
-  const uint64_t bits = encode_exact(v, *dtype_info(d).format);
-  for (size_t b = 0; b < item_size(d); ++b) out.push_back(static_cast<char>((bits >> (8 * b)) & 0xffu));
-}
-
 Tensor parse_tensor(const std::string& name, const nlohmann::json& info, const std::string& data, const std::string& what,
                     std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
   if (!info.is_object() || !info.contains("dtype") || !info.contains("shape") || !info.contains("data_offsets"))
@@ -75,12 +62,9 @@ Tensor parse_tensor(const std::string& name, const nlohmann::json& info, const s
     throw SafetensorsError(fmt::format("{}: tensor '{}' has {} bytes for shape of {} values of {}", what, name, end - begin, numel,
                                        info.at("dtype").get<std::string>()));
   ranges.emplace_back(begin, end);
-  const auto* p = reinterpret_cast<const unsigned char*>(data.data()) + begin;
-  for (uint64_t i = 0; i < numel; ++i) {
-    const double v = decode(p + i * item_size(t.dtype), t.dtype);
-    if (!std::isfinite(v)) throw SafetensorsError(fmt::format("{}: tensor '{}' value {} is not finite", what, name, i));
-    t.values.push_back(v);
-  }
+  t.values = decode_values(reinterpret_cast<const uint8_t*>(data.data()) + begin, numel, t.dtype);
+  for (uint64_t i = 0; i < numel; ++i)
+    if (!std::isfinite(t.values[i])) throw SafetensorsError(fmt::format("{}: tensor '{}' value {} is not finite", what, name, i));
   return t;
 }
 
@@ -144,11 +128,10 @@ std::string serialize_safetensors(const SafetensorsFile& f) {
     if (static_cast<int64_t>(t.values.size()) != t.numel())
       throw SafetensorsError(fmt::format("tensor '{}' has {} values for its shape", name, t.values.size()));
     const size_t begin = data.size();
-    for (double v : t.values) {
+    for (double v : t.values)
       if (!std::isfinite(v) || !representable(v, t.dtype))
         throw SafetensorsError(fmt::format("tensor '{}' value {} is not exact in {}", name, v, dtype_info(t.dtype).name));
-      encode(v, t.dtype, data);
-    }
+    encode_values(t.values, t.dtype, data);
     header[name] = {{"dtype", st_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {begin, data.size()}}};
   }
   if (!f.metadata.empty()) header["__metadata__"] = f.metadata;

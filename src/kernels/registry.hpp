@@ -26,6 +26,8 @@ struct KernelOutputs {
   std::vector<double> dx;
   std::vector<double> dgamma;
   std::vector<double> dbeta;
+  std::string failure;   ///< an external kernel crashed, hung or reported an error (outputs empty)
+  bool skipped = false;  ///< an external kernel declined the call (unsupported): not judged
 };
 
 struct KernelEntry {
@@ -37,6 +39,12 @@ struct KernelEntry {
   bool known_weak;  ///< expected to be caught on hard inputs
   std::function<KernelOutputs(const LayerNormCase&)> run;
 };
+
+/// True for kernels loaded through the plugin ABI ("plugin:<name>") or the exec protocol ("exec:<name>").
+inline bool is_external_kernel_name(std::string_view kernel) {
+  return kernel.rfind("plugin:", 0) == 0 || kernel.rfind("exec:", 0) == 0;
+}
+inline bool is_external_kernel(const KernelEntry& k) { return is_external_kernel_name(k.kernel); }
 
 /// Every built-in kernel: LayerNorm (two_pass, two_pass_pairwise, welford, one_pass, and the
 /// storage-precision two_pass for f16/bf16) and RMSNorm (rms and its tracker-bug variants), each

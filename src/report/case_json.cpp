@@ -176,6 +176,7 @@ std::string failing_case_json_line(const LayerNormCase& c, const KernelEntry& k,
                          {"output", j.output},
                          {"case", case_to_json(c)},
                          {"worst", worst_element_json(j.worst, row_length_of_output(j.output, c.n))}};
+  if (!j.kernel_failure.empty()) line["kernel_failure"] = j.kernel_failure;
   return line.dump();
 }
 

@@ -81,6 +81,18 @@ const std::vector<std::string>& op_outputs(Op op) {
 
 std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNormCase& c,
                                            const oracle::CertifiedLayerNorm& ref, const KernelOutputs& out) {
+  if (out.skipped) return {};
+  if (!out.failure.empty()) {
+    std::vector<OutputJudgement> failed;
+    for (const std::string& name : op_outputs(k.op)) {
+      OutputJudgement j;
+      j.output = name;
+      j.failed = true;
+      j.kernel_failure = out.failure;
+      failed.push_back(std::move(j));
+    }
+    return failed;
+  }
   const ToleranceEntry& t = tolerance_for(k);
   const std::vector<TensorBound> verdict = bounds_for(k.op, c, ref, verdict_bound_model(t, k));
   std::vector<TensorBound> own;

@@ -28,6 +28,7 @@ struct OutputJudgement {
   bool failed = false;   ///< a certified violation of the verdict bound (or Inf/NaN where it is finite)
   ErrorAccumulator own;  ///< against the kernel's own bound (rigor: must never be violated)
   bool own_failed = false;
+  std::string kernel_failure;  ///< the kernel produced no outputs: crash, hang or error (failed)
 };
 
 /// Measures one tensor against the verdict bound (times max_ratio) and, when given, the kernel's
@@ -46,7 +47,8 @@ const std::vector<std::string>& op_outputs(Op op);
 std::vector<OutputJudgement> judge_case(const KernelEntry& k, const LayerNormCase& c,
                                         const oracle::CertifiedLayerNorm& ref);
 
-/// Measures given kernel outputs (already computed) against the oracle.
+/// Measures given kernel outputs (already computed) against the oracle. An external kernel's
+/// failure gives one failed judgement per output; a skipped call gives none.
 std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNormCase& c,
                                            const oracle::CertifiedLayerNorm& ref, const KernelOutputs& out);
 

@@ -127,6 +127,10 @@ void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, con
     if (!oracle.certified) ++rec.uncertified_cases;
     if (p.judgement.failed) ++rec.failed_cases;
     if (p.judgement.own_failed) ++rec.own_failed_cases;
+    if (!p.judgement.kernel_failure.empty() && rec.kernel_failures++ == 0)
+      rec.first_kernel_failure = "case " + std::to_string(item_index) + " (generator " + cfg.generators[w.generator_index] +
+                                 ", seed " + std::to_string(item.seed) + ", rows " + std::to_string(item.rows) + ", n " +
+                                 std::to_string(item.n) + "): " + p.judgement.kernel_failure;
     rec.own.merge(p.judgement.own);
     rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, oracle.err_ulps);
     rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, oracle.bits);
@@ -170,6 +174,11 @@ std::vector<FlagCheck> evaluate_flags(const std::vector<DType>& dtypes, const st
 
 std::vector<const KernelEntry*> selected_kernels(const RunConfig& cfg) {
   std::vector<const KernelEntry*> out;
+  for (const KernelEntry& k : cfg.extra_kernels)
+    if (std::find(cfg.ops.begin(), cfg.ops.end(), k.op) != cfg.ops.end() &&
+        std::find(cfg.dtypes.begin(), cfg.dtypes.end(), k.storage) != cfg.dtypes.end())
+      out.push_back(&k);
+  if (!cfg.builtin) return out;
   for (const KernelEntry& k : builtin_kernels()) {
     if (std::find(cfg.ops.begin(), cfg.ops.end(), k.op) == cfg.ops.end()) continue;
     if (std::find(cfg.dtypes.begin(), cfg.dtypes.end(), k.storage) == cfg.dtypes.end()) continue;

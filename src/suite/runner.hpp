@@ -27,6 +27,8 @@ struct RunConfig {
   gen::ShapeRequest shape;
   std::optional<double> eps_override;
   std::string journal_path;  ///< failing cases are appended here as JSON lines (empty: none)
+  bool builtin = true;                     ///< judge the built-in kernels
+  std::vector<KernelEntry> extra_kernels;  ///< plugin kernels (external/plugin.hpp), judged too
 };
 
 /// Identity of a report record.
@@ -62,6 +64,8 @@ struct Record {
   int64_t own_failed_cases = 0;    ///< rigor failures: the own bound was violated
   double oracle_max_err_ulps = 0;
   int oracle_precision_bits = 0;
+  int64_t kernel_failures = 0;         ///< cases where an external kernel crashed, hung or errored
+  std::string first_kernel_failure;    ///< the first such message, with its case index
   WorstCase worst;
   bool failed() const { return failed_cases > 0; }
 };

@@ -1,0 +1,139 @@
+// Issue 7 (partial): kernel plugins through the C ABI (include/normcheck/plugin.h), judged like
+// built-in kernels; a planted defect is flagged; a crash, a hang and a wrong ABI never take the
+// harness down and reach the report with their case.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "properties/cli_harness.hpp"
+
+namespace {
+
+std::string plugin(const char* behaviour) {
+  return std::string(NORMCHECK_PLUGIN_DIR) + "/libnc_plugin_" + behaviour + ".so";
+}
+
+nlohmann::json load_json(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
+
+}  // namespace
+
+TEST(Plugins, AGoodPluginIsJudgedLikeABuiltInKernelAndPasses) {
+  const fs::path out = scratch() / "plugin_good.json";
+  const Outcome o = run_cli("run --suite quick --kernel " + plugin("good") + " --out " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto j = load_json(out);
+  ASSERT_FALSE(j.at("records").empty());
+  for (const auto& r : j.at("records")) {
+    EXPECT_EQ(r.at("kernel"), "plugin:nc_good");
+    EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+    EXPECT_TRUE(r.at("storage") == "f32" || r.at("storage") == "f64");  // f16/bf16 unsupported: skipped
+    EXPECT_EQ(r.at("kernel_failures").at("cases").get<int64_t>(), 0);
+  }
+  EXPECT_TRUE(j.at("rms_block").is_null());  // with --kernel only the plugin runs
+}
+
+TEST(Plugins, APlantedOnePassVarianceIsFlagged) {
+  const fs::path out = scratch() / "plugin_one_pass.json";
+  const Outcome o = run_cli("run --kernel " + plugin("one_pass") +
+                            " --ops layernorm_forward --dtypes f32 --generators large_mean --cases 3 --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  int failing = 0;
+  const auto j = load_json(out);
+  for (const auto& r : j.at("records"))
+    if (r.at("verdict") == "fail") ++failing;  // a plugin has no own bound apart from the contract
+  EXPECT_GE(failing, 1);
+}
+
+TEST(Plugins, ACrashIsRecordedWithItsCaseAndTheRunGoesOn) {
+  const fs::path out = scratch() / "plugin_crash.json";
+  const Outcome o = run_cli("run --kernel " + plugin("crash") + " --ops layernorm_forward --dtypes f32 --cases 2 --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  const auto j = load_json(out);
+  EXPECT_TRUE(j.at("run").at("complete").get<bool>());
+  int64_t crashes = 0, judged = 0;
+  std::string first;
+  for (const auto& r : j.at("records")) {
+    crashes += r.at("kernel_failures").at("cases").get<int64_t>();
+    judged += r.at("elements").get<int64_t>();
+    if (first.empty()) first = r.at("kernel_failures").at("first").get<std::string>();
+  }
+  EXPECT_GT(crashes, 0);
+  EXPECT_GT(judged, 0);  // cases with n <= 64 still ran and were judged
+  EXPECT_NE(first.find("crashed with signal 11"), std::string::npos) << first;
+  EXPECT_NE(first.find("seed"), std::string::npos) << first;
+  const std::string journal = slurp(out.string() + ".failures.jsonl");
+  EXPECT_NE(journal.find("kernel_failure"), std::string::npos);
+  EXPECT_NE(journal.find("\"case\""), std::string::npos);
+}
+
+TEST(Plugins, AHangIsKilledAtTheTimeLimit) {
+  const fs::path out = scratch() / "plugin_hang.json";
+  const Outcome o = run_cli("run --kernel " + plugin("hang") +
+                            " --kernel-timeout 0.5 --ops layernorm_forward --dtypes f64 --generators normal --rows 8 --n 16 "
+                            "--cases 1 --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  bool timed_out = false;
+  const auto j = load_json(out);
+  for (const auto& r : j.at("records"))
+    timed_out = timed_out || r.at("kernel_failures").at("first").get<std::string>().find("timed out after 0.5 s") != std::string::npos;
+  EXPECT_TRUE(timed_out) << j.at("records").dump();
+}
+
+TEST(Plugins, BadPluginsGetOneLineAndExitTwo) {
+  for (const std::string& args : {"run --kernel " + plugin("bad_abi"), std::string("run --kernel /nonexistent/libnothing.so"),
+                                  "run --kernel " + plugin("good") + " --dtypes f16",
+                                  "run --kernel " + plugin("good") + " --kernels two_pass",
+                                  "run --kernel " + plugin("good") + " --kernel-timeout 0"}) {
+    const Outcome o = run_cli(args);
+    EXPECT_EQ(o.exit_code, 2) << args << ": " << o.out;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": " << o.err;
+  }
+  EXPECT_NE(run_cli("run --kernel " + plugin("bad_abi")).err.find("ABI"), std::string::npos);
+}
+
+namespace {
+
+std::string exec_run(const std::string& command, const std::string& extra, const fs::path& out) {
+  return "run --exec '" + command + "' --ops layernorm_forward --dtypes f32 --generators normal --cases 1 " + extra + " --out " +
+         out.string();
+}
+
+}  // namespace
+
+TEST(Exec, TheNumpyExampleIsJudgedAndPasses) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0) GTEST_SKIP() << "python3-numpy absent";
+  const fs::path out = scratch() / "exec_numpy.json";
+  const std::string script = std::string(NORMCHECK_SOURCE_DIR) + "/scripts/exec_example.py";
+  const Outcome o = run_cli("run --exec '/usr/bin/python3 " + script +
+                            " {dir}' --ops layernorm_forward,layernorm_backward,rmsnorm_forward --dtypes bf16,f32 "
+                            "--generators normal,large_mean --cases 1 --out " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto j = load_json(out);
+  ASSERT_EQ(j.at("records").size(), 2u * 2u * (1u + 3u + 1u));  // dtypes x generators x outputs
+  for (const auto& r : j.at("records")) {
+    EXPECT_EQ(r.at("kernel"), "exec:exec");
+    EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+  }
+}
+
+TEST(Exec, MissingMalformedHungAndUnsupportedOutputs) {
+  const fs::path out = scratch() / "exec_bad.json";
+  Outcome o = run_cli(exec_run("true", "", out));
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  auto j = load_json(out);
+  EXPECT_NE(j.at("records")[0].at("kernel_failures").at("first").get<std::string>().find("is missing"), std::string::npos);
+  o = run_cli(exec_run("echo garbage > y.npy", "", out));
+  EXPECT_EQ(o.exit_code, 1);
+  j = load_json(out);
+  EXPECT_NE(j.at("records")[0].at("kernel_failures").at("first").get<std::string>().find("not a .npy file"), std::string::npos);
+  o = run_cli(exec_run("sleep 5", "--kernel-timeout 0.3", out));
+  EXPECT_EQ(o.exit_code, 1);
+  j = load_json(out);
+  EXPECT_NE(j.at("records")[0].at("kernel_failures").at("first").get<std::string>().find("timed out"), std::string::npos);
+  o = run_cli(exec_run("echo no such op >&2; exit 77", "", out));
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;  // unsupported: skipped, not failed
+  j = load_json(out);
+  EXPECT_EQ(j.at("records")[0].at("verdict"), "not_run");
+  o = run_cli(exec_run("exit 3", "--exec-name bad-name", out));
+  EXPECT_EQ(o.exit_code, 2);
+}
