@@ -18,7 +18,9 @@ KernelOutputs run_forward(Fwd fwd, const LayerNormCase& c) {
     fwd(x.data(), g.data(), b.data(), c.rows, c.n, c.eps, y.data());
   else
     fwd(x.data(), g.data(), c.rows, c.n, c.eps, y.data());
-  return KernelOutputs{to_double(y), {}, {}, {}};
+  KernelOutputs out;
+  out.y = to_double(y);
+  return out;
 }
 
 /// Runs a backward kernel: LayerNorm returns (dx, dgamma, dbeta), RMSNorm (dx, dg).
@@ -28,13 +30,16 @@ KernelOutputs run_backward(Bwd bwd, const LayerNormCase& c) {
   std::vector<S> dx(x.size()), dg(g.size()), db(g.size());
   constexpr bool layernorm =
       std::is_invocable_v<Bwd, const S*, const S*, const S*, int64_t, int64_t, double, S*, S*, S*>;
+  KernelOutputs out;
   if constexpr (layernorm) {
     bwd(x.data(), g.data(), dy.data(), c.rows, c.n, c.eps, dx.data(), dg.data(), db.data());
-    return KernelOutputs{{}, to_double(dx), to_double(dg), to_double(db)};
+    out.dbeta = to_double(db);
   } else {
     bwd(x.data(), g.data(), dy.data(), c.rows, c.n, c.eps, dx.data(), dg.data());
-    return KernelOutputs{{}, to_double(dx), to_double(dg), {}};
   }
+  out.dx = to_double(dx);
+  out.dgamma = to_double(dg);
+  return out;
 }
 
 /// Registers the forward and backward kernel of one variant (LayerNorm or RMSNorm ops).
