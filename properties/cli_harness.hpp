@@ -32,10 +32,12 @@ inline fs::path scratch() {
   return dir;
 }
 
-/// Runs normcheck with `args`; captures stdout, stderr and the exit status.
-inline Outcome run_cli(const std::string& args) {
+/// Runs normcheck with `args` (and environment assignments `env`, e.g. "OMP_NUM_THREADS=1");
+/// captures stdout, stderr and the exit status.
+inline Outcome run_cli(const std::string& args, const std::string& env = "") {
   const fs::path out = scratch() / "stdout", err = scratch() / "stderr";
-  const std::string cmd = std::string(NORMCHECK_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(NORMCHECK_BINARY) + " " + args + " >" +
+                          out.string() + " 2>" + err.string();
   const int status = std::system(cmd.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, slurp(out), slurp(err)};
 }

@@ -25,6 +25,7 @@ struct RunOptions {
   std::vector<std::string> plugins;  ///< --kernel: plugin libraries to judge
   double kernel_timeout = 10;        ///< seconds per plugin or exec call
   std::string exec, exec_name = "exec";  ///< --exec: a command implementing the exec protocol
+  bool report_only = false;          ///< external kernels are measured, not judged (third-party libraries)
   int threads = 1;
   std::string out = "reports/latest.json";
   std::optional<int64_t> rows, n, max_elements;

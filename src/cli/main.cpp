@@ -31,6 +31,8 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
       ->check(CLI::Range(1, 100000));
   run.add_option("--kernel", o.plugins, "a kernel plugin (.so, include/normcheck/plugin.h) to judge instead of the built-ins");
   run.add_option("--exec", o.exec, "a command implementing the exec protocol ({dir}: the case directory), judged instead of the built-ins");
+  run.add_flag("--report-only", o.report_only,
+               "external kernels are measured and reported, their failures do not fail the run (third-party code)");
   run.add_option("--exec-name", o.exec_name, "name of the exec kernel in the report (default exec)");
   run.add_option("--kernel-timeout", o.kernel_timeout, "seconds per plugin or exec call before it counts as hung (default 10)");
   run.add_option("--seed", o.seed, "run seed (default: the suite's)");

@@ -162,6 +162,7 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
     for (KernelEntry& k : external::exec_kernels(spec, cfg.ops, cfg.dtypes)) cfg.extra_kernels.push_back(std::move(k));
   }
   if (selected_kernels(cfg).empty()) throw UsageError("the plugin supports none of the selected ops and dtypes");
+  cfg.external_report_only = o.report_only;
   plan.ops = cfg;
   return plan;
 }

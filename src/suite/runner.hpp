@@ -29,6 +29,7 @@ struct RunConfig {
   std::string journal_path;  ///< failing cases are appended here as JSON lines (empty: none)
   bool builtin = true;                     ///< judge the built-in kernels
   std::vector<KernelEntry> extra_kernels;  ///< plugin kernels (external/plugin.hpp), judged too
+  bool external_report_only = false;       ///< external kernels' records are report_only
 };
 
 /// Identity of a report record.
