@@ -178,3 +178,34 @@ TEST(OneDnn, TheSse41PathExceedsTheF32DgammaContractOnSubnormalInputs) {
   }
 }
 #endif
+
+#if NORMCHECK_HAVE_TORCH
+TEST(Torch, LayerNormAndRmsNormThroughAten) {
+  // Few calls: every call loads libtorch in a fresh child process (about a second each).
+  const std::string lib = std::string(NORMCHECK_PLUGIN_DIR) + "/libnc_torch.so";
+  const fs::path ok = scratch() / "torch_f64.json";
+  Outcome o = run_cli("run --kernel " + lib + " --report-only --ops layernorm_forward,rmsnorm_forward --dtypes f64 "
+                      "--generators normal --cases 1 --out " + ok.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  auto j = load_json(ok);
+  ASSERT_EQ(j.at("records").size(), 2u);
+  for (const auto& r : j.at("records")) {
+    EXPECT_EQ(r.at("kernel"), "plugin:libtorch_1_13");
+    EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+  }
+  // Measured finding (docs/findings-libtorch.md): rows of one element, whose exact output is beta,
+  // come back off by ~u |x| / sqrt(eps) (x rstd + (-rstd mean) cancels); f16 is unsupported.
+  const fs::path n1 = scratch() / "torch_n1.json";
+  o = run_cli("run --kernel " + lib + " --report-only --ops layernorm_forward --dtypes f32,f16 --generators n_equals_1 --cases 2 --out " +
+              n1.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  j = load_json(n1);
+  int64_t f32_failed = 0, f16_cases = 0;
+  for (const auto& r : j.at("records")) {
+    if (r.at("storage") == "f32") f32_failed += r.at("failed_cases").get<int64_t>();
+    if (r.at("storage") == "f16") f16_cases += r.at("cases").get<int64_t>();
+  }
+  EXPECT_GT(f32_failed, 0);
+  EXPECT_EQ(f16_cases, 0);
+}
+#endif
