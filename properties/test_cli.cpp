@@ -295,3 +295,45 @@ TEST(Cli, RunJudgesGroupedNormsAndAuditsAxes) {
     EXPECT_EQ(std::system(py.c_str()), 0);
   }
 }
+
+TEST(Cli, DiffClassifiesRecordsAndExitsOnRegressions) {
+  const fs::path base = scratch() / "diff_base.json";
+  ASSERT_EQ(run_cli("run --suite quick --quiet --dtypes f32 --out " + base.string()).exit_code, 0);
+  Outcome o = run_cli("diff " + base.string() + " " + base.string());
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("no regression"), std::string::npos);
+  auto edited = load(base);
+  auto& first = edited["records"][0];
+  first["verdict"] = "fail";
+  edited["records"][1]["max_ulp"] = edited["records"][1]["max_ulp"].get<double>() * 10 + 10;
+  edited["records"][2]["max_bound_ratio"] = edited["records"][2]["max_bound_ratio"].get<double>() + 0.5;
+  edited["records"].erase(3);
+  edited["qr_contraction"]["records"][0]["max_ulp"] = 0.0;  // an improvement if it was > 2 ULP, else unchanged
+  const fs::path now = scratch() / "diff_new.json", out = scratch() / "diff.json";
+  std::ofstream(now) << edited.dump();
+  o = run_cli("diff " + base.string() + " " + now.string() + " --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  const auto d = load(out);
+  EXPECT_TRUE(d.at("regressed").get<bool>());
+  EXPECT_EQ(d.at("counts").at("new_failure").get<int>(), 1);
+  EXPECT_EQ(d.at("counts").at("regression").get<int>(), 2);
+  EXPECT_EQ(d.at("counts").at("removed").get<int>(), 1);
+  o = run_cli("diff " + now.string() + " " + base.string());
+  EXPECT_EQ(o.exit_code, 1);  // fixed and added back, but the zeroed contraction max_ulp now grows back
+  EXPECT_NE(o.out.find("fixed"), std::string::npos);
+  EXPECT_NE(o.out.find("added"), std::string::npos);
+  auto other_seed = load(base);
+  other_seed["config"]["seed"] = "7";
+  const fs::path seeded = scratch() / "diff_seed.json";
+  std::ofstream(seeded) << other_seed.dump();
+  o = run_cli("diff " + base.string() + " " + seeded.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("seed differs"), std::string::npos) << o.err;
+  EXPECT_EQ(run_cli("diff " + base.string() + " " + seeded.string() + " --force").exit_code, 0);
+  auto other_schema = load(base);
+  other_schema["schema_version"] = "2.0.0";
+  std::ofstream(seeded) << other_schema.dump();
+  EXPECT_EQ(run_cli("diff " + base.string() + " " + seeded.string() + " --force").exit_code, 2);
+  EXPECT_EQ(run_cli("diff " + base.string() + " /nonexistent.json").exit_code, 2);
+  EXPECT_EQ(run_cli("diff " + base.string() + " " + base.string() + " --max-ulp-factor 0.5").exit_code, 2);
+}

@@ -65,11 +65,14 @@ Layout swapped(Layout l) {
   throw std::invalid_argument("layout_swapped applies to image layouts (nchw, nhwc) only");
 }
 
+/// A group count that divides C and differs from the declared one (2G when possible, else the
+/// smallest other divisor).
 int64_t wrong_group_count(const TensorSpec& t, const NormSpec& d) {
   const int64_t c = t.shape[static_cast<size_t>(channel_axis(t.layout))], g = d.kind == NormKind::group_norm ? d.groups : 1;
   if (c % (2 * g) == 0) return 2 * g;
-  if (g > 1) return 1;
-  throw std::invalid_argument("group_norm_wrong_groups needs at least two channels");
+  for (int64_t h = 1; h <= c; ++h)
+    if (c % h == 0 && h != g) return h;
+  throw std::invalid_argument("group_norm_wrong_groups needs a channel count with another divisor than G");
 }
 
 }  // namespace
@@ -104,9 +107,9 @@ AuditKernel make_audit_kernel(std::string_view name, const TensorSpec& t, const 
     return grouped(t, t.layout, {NormKind::instance_norm}, dt);
   }
   if (name == "group_norm_wrong_groups") {
+    if (t.layout == Layout::dense) throw std::invalid_argument("group_norm_wrong_groups needs spatial axes");
     NormSpec wrong{NormKind::group_norm};
     wrong.groups = wrong_group_count(t, declared);
-    if (t.layout == Layout::dense) throw std::invalid_argument("group_norm_wrong_groups needs spatial axes");
     return grouped(t, t.layout, wrong, dt);
   }
   if (name == "batch_norm_eval") {

@@ -1,6 +1,5 @@
 #include "audit/axes.hpp"
 
-#include <numeric>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -10,8 +9,14 @@
 namespace normcheck::audit {
 namespace {
 
+/// Product of positive sizes, saturated at 2^62 (no signed overflow on absurd shapes).
 int64_t product(const std::vector<int64_t>& v) {
-  return std::accumulate(v.begin(), v.end(), int64_t{1}, [](int64_t a, int64_t b) { return a * b; });
+  int64_t p = 1;
+  for (int64_t s : v) {
+    if (s <= 0) return 0;
+    if (__builtin_mul_overflow(p, s, &p) || p > (int64_t{1} << 62)) return int64_t{1} << 62;
+  }
+  return p;
 }
 
 bool has_spatial_axes(Layout l) { return l != Layout::dense; }

@@ -79,7 +79,8 @@ std::vector<std::pair<std::string, NormSpec>> standard_kinds(const TensorSpec& t
 
 InferredGroups infer_groups(const AuditKernel& kernel, const TensorSpec& t, DType dtype, uint64_t seed) {
   int64_t elements = 1;
-  for (int64_t s : t.shape) elements *= s;
+  for (int64_t s : t.shape)
+    if (s < 1 || __builtin_mul_overflow(elements, s, &elements)) elements = INT64_MAX;
   if (elements > 65536) throw std::invalid_argument(fmt::format("axis inference probes at most 65536 entries, the tensor has {}", elements));
   Rng rng(seed);
   std::vector<double> x0(static_cast<size_t>(elements));

@@ -80,7 +80,14 @@ struct AuditOptions {
   uint64_t seed = 1;
 };
 
+struct DiffOptions {
+  std::string base, now, out;
+  double max_ulp_factor = 2.0, rms_ulp_factor = 1.5, bound_ratio_increase = 0.10;
+  bool force = false;
+};
+
 int run_command(const RunOptions& o, const std::string& command_line);
+int diff_command(const DiffOptions& o);
 int audit_axes_command(const AuditOptions& o);
 int contract_command(const ContractOptions& o);
 int example_block_command(const ExampleBlockOptions& o);

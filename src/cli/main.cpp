@@ -146,6 +146,16 @@ int main(int argc, char** argv) {
   normcheck::cli::AuditOptions audit_opts;
   CLI::App* audit = app.add_subcommand("audit-axes", "count a normalization's groups and parameters; infer a kernel's axes");
   add_audit_options(*audit, audit_opts);
+  normcheck::cli::DiffOptions diff_opts;
+  CLI::App* diff = app.add_subcommand("diff", "compare two reports record by record (exit 1 on a regression)");
+  diff->add_option("base", diff_opts.base, "baseline report")->required();
+  diff->add_option("new", diff_opts.now, "new report")->required();
+  diff->add_option("--out", diff_opts.out, "JSON diff");
+  diff->add_option("--max-ulp-factor", diff_opts.max_ulp_factor, "regression: max ULP grew by more than this factor (default 2)");
+  diff->add_option("--rms-ulp-factor", diff_opts.rms_ulp_factor, "regression: RMS ULP grew by more than this factor (default 1.5)");
+  diff->add_option("--bound-ratio-increase", diff_opts.bound_ratio_increase,
+                   "regression: max err/bound grew by more than this (default 0.1)");
+  diff->add_flag("--force", diff_opts.force, "compare reports of different suites or seeds anyway");
   normcheck::cli::BoundsOptions bounds_opts;
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
   add_bounds_options(*bounds, bounds_opts);
@@ -168,6 +178,7 @@ int main(int argc, char** argv) {
     if (*contract) return normcheck::cli::contract_command(contract_opts);
     if (*example) return normcheck::cli::example_block_command(example_opts);
     if (*audit) return normcheck::cli::audit_axes_command(audit_opts);
+    if (*diff) return normcheck::cli::diff_command(diff_opts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return normcheck::cli::kExitBadInput;

@@ -48,7 +48,7 @@ Tensor parse_tensor(const std::string& name, const nlohmann::json& info, const s
   for (const auto& s : shape) {
     if (!s.is_number_unsigned()) throw SafetensorsError(fmt::format("{}: tensor '{}' has a non-integer or negative dimension", what, name));
     const uint64_t v = s.get<uint64_t>();
-    if (v != 0 && numel > std::numeric_limits<uint32_t>::max() / v)
+    if (v > std::numeric_limits<uint32_t>::max() || (v != 0 && numel > std::numeric_limits<uint32_t>::max() / v))
       throw SafetensorsError(fmt::format("{}: tensor '{}' is too large", what, name));
     numel *= v;
     t.shape.push_back(static_cast<int64_t>(v));
@@ -145,12 +145,13 @@ std::string serialize_safetensors(const SafetensorsFile& f) {
 void write_safetensors(const std::string& path, const SafetensorsFile& f) {
   const std::string bytes = serialize_safetensors(f);
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw SafetensorsError(fmt::format("cannot write '{}'", path));
+  std::ofstream out(tmp, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();  // the final flush can fail too (disk full)
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw SafetensorsError(fmt::format("cannot write '{}'", path));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw SafetensorsError(fmt::format("cannot rename into '{}'", path));
 }
 
 }  // namespace normcheck

@@ -58,7 +58,10 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> write_case(const std::
       {"inputs", inputs},
       {"outputs", out_names},
       {"unsupported_exit_status", kUnsupportedExit}};
-  std::ofstream(dir / "manifest.json") << manifest.dump(1) << '\n';
+  std::ofstream f(dir / "manifest.json");
+  f << manifest.dump(1) << '\n';
+  f.close();
+  if (!f) throw NpyError("cannot write manifest.json");
   return outputs;
 }
 
@@ -71,6 +74,15 @@ std::string last_line(const std::filesystem::path& p) {
   return last.empty() ? "" : ": " + last.substr(0, 200);
 }
 
+/// Removes the case directory however the call ends.
+struct CaseDir {
+  std::filesystem::path path;
+  ~CaseDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
 KernelOutputs exec_call(const ExecSpec& spec, Op op, const LayerNormCase& c) {
   KernelOutputs out;
   char tmpl[] = "/tmp/normcheck_exec_XXXXXX";
@@ -78,8 +90,15 @@ KernelOutputs exec_call(const ExecSpec& spec, Op op, const LayerNormCase& c) {
     out.failure = "exec: cannot create a case directory";
     return out;
   }
-  const std::filesystem::path dir(tmpl);
-  const auto outputs = write_case(dir, op, c);
+  const CaseDir guard{tmpl};
+  const std::filesystem::path& dir = guard.path;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;
+  try {
+    outputs = write_case(dir, op, c);
+  } catch (const std::exception& e) {
+    out.failure = std::string("exec: cannot write the case: ") + e.what();
+    return out;
+  }
   const std::string command = replace_all(spec.command, "{dir}", dir.string());
   const IsolatedResult r = run_isolated(
       [&](uint8_t*, size_t, char* msg, size_t cap) {
@@ -88,7 +107,11 @@ KernelOutputs exec_call(const ExecSpec& spec, Op op, const LayerNormCase& c) {
           return 1;
         }
         const int err = open("stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);  // kept for the failure message
+        const int out = open("stdout.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);  // never mixed into normcheck's
+        const int in = open("/dev/null", O_RDONLY);
         if (err >= 0) dup2(err, STDERR_FILENO);
+        if (out >= 0) dup2(out, STDOUT_FILENO);
+        if (in >= 0) dup2(in, STDIN_FILENO);
         execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
         std::snprintf(msg, cap, "exec: cannot run /bin/sh");
         return 1;
@@ -107,7 +130,7 @@ KernelOutputs exec_call(const ExecSpec& spec, Op op, const LayerNormCase& c) {
         if (name == "dgamma") out.dgamma = std::move(v);
         if (name == "dbeta") out.dbeta = std::move(v);
       }
-    } catch (const NpyError& e) {
+    } catch (const std::exception& e) {
       out.failure = std::string("exec output: ") + e.what();
       out.y.clear();
       out.dx.clear();
@@ -115,8 +138,6 @@ KernelOutputs exec_call(const ExecSpec& spec, Op op, const LayerNormCase& c) {
       out.dbeta.clear();
     }
   }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
   return out;
 }
 

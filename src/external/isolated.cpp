@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -49,7 +51,7 @@ IsolatedResult run_isolated(const std::function<int(uint8_t*, size_t, char*, siz
   }
   auto* bytes = static_cast<uint8_t*>(block.data);
   char* message = reinterpret_cast<char*>(bytes + capacity);
-  std::memcpy(bytes, input.data(), input.size());
+  if (!input.empty()) std::memcpy(bytes, input.data(), input.size());
   message[0] = '\0';
   const pid_t pid = fork();
   if (pid < 0) {
@@ -58,24 +60,38 @@ IsolatedResult run_isolated(const std::function<int(uint8_t*, size_t, char*, siz
   }
   if (pid == 0) {  // child: run, report through the shared block, never return into the harness
     setpgid(0, 0);  // its own process group, so that a timeout kills whatever it started too
-    const int status = fn(bytes, capacity, message, kMessageCapacity);
+    int status = 4;
+    try {  // never unwind into the harness's copy of the stack
+      status = fn(bytes, capacity, message, kMessageCapacity);
+    } catch (...) {
+      std::snprintf(message, kMessageCapacity, "the isolated call threw an exception");
+    }
     message[kMessageCapacity - 1] = '\0';
     _exit(status == 0 ? 0 : 3);
   }
+  setpgid(pid, pid);  // also from the parent: no race with the child's own call
   const double deadline = now_s() + timeout_s;
   int status = 0;
   for (;;) {
     const pid_t w = waitpid(pid, &status, WNOHANG);
     if (w == pid) break;
+    if (w < 0 && errno != EINTR) {
+      kill(-pid, SIGKILL);
+      r.failure = fmt::format("waiting for the isolated call failed: {}", std::strerror(errno));
+      return r;
+    }
     if (now_s() > deadline) {
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
+      r.from_child = true;
       r.failure = fmt::format("timed out after {} s (killed)", timeout_s);
       return r;
     }
     usleep(200);
   }
+  r.from_child = true;
+  message[kMessageCapacity - 1] = '\0';  // a child that exited without finishing its message
   if (WIFSIGNALED(status)) {
     r.failure = fmt::format("crashed with signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
     return r;

@@ -15,6 +15,7 @@ struct IsolatedResult {
   std::string failure;         ///< why not: "crashed with signal 11 (Segmentation fault)", "timed out after 10 s", or the child's message
   std::vector<uint8_t> bytes;  ///< the shared block as the child left it
   int exit_code = -1;          ///< the child's exit status when it exited normally
+  bool from_child = false;     ///< the failure is the child's (crash, timeout, exit, its message), not the harness's
 };
 
 /// Calls fn(block, capacity, message, message_capacity) in a child; fn returns 0 on success, else

@@ -1,5 +1,6 @@
 #include "external/npy.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <regex>
@@ -76,8 +77,15 @@ std::vector<double> read_npy(const std::string& path, DType dtype, const std::ve
     throw NpyError(fmt::format("'{}' has no shape in its header", path));
   std::vector<int64_t> got;
   std::stringstream dims(m[1]);
-  for (std::string d; std::getline(dims, d, ',');)
-    if (d.find_first_not_of(" ") != std::string::npos) got.push_back(std::stoll(d));
+  for (std::string d; std::getline(dims, d, ',');) {
+    const size_t a = d.find_first_not_of(" "), b = d.find_last_not_of(" ");
+    if (a == std::string::npos) continue;
+    int64_t v = -1;
+    const auto [end, ec] = std::from_chars(d.data() + a, d.data() + b + 1, v);
+    if (ec != std::errc() || end != d.data() + b + 1 || v < 0)
+      throw NpyError(fmt::format("'{}' has a malformed shape '({})'", path, std::string(m[1])));
+    got.push_back(v);
+  }
   if (got != shape)
     throw NpyError(fmt::format("'{}' has shape ({}), expected ({})", path, fmt::join(got, ", "), fmt::join(shape, ", ")));
   size_t count = 1;

@@ -150,9 +150,8 @@ PluginInfo inspect_plugin(const std::string& path, double timeout_s) {
       },
       {}, kCells + 64, timeout_s);
   if (!r.ok) {
-    const bool from_child = r.failure.rfind("crashed", 0) != 0 && r.failure.rfind("timed out", 0) != 0 &&
-                            r.failure.rfind("exited", 0) != 0;
-    throw std::runtime_error(from_child ? r.failure : "plugin '" + path + "' " + r.failure + " while loading");
+    const bool own_message = r.from_child && r.exit_code > 0;  // open_plugin's sentence names the path
+    throw std::runtime_error(own_message ? r.failure : "plugin '" + path + "': " + r.failure + " while loading");
   }
   PluginInfo info;
   info.path = path;

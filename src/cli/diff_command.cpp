@@ -1,0 +1,37 @@
+// normcheck diff BASE NEW: record-by-record comparison of two reports (exit 0 no regression,
+// 1 regression or new failure, 2 bad input).
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "nightly/diff.hpp"
+#include "report/report.hpp"
+
+namespace normcheck::cli {
+
+int diff_command(const DiffOptions& o) {
+  nightly::DiffResult d;
+  nightly::DiffThresholds t;
+  t.max_ulp_factor = o.max_ulp_factor;
+  t.rms_ulp_factor = o.rms_ulp_factor;
+  t.bound_ratio_increase = o.bound_ratio_increase;
+  try {
+    if (!(t.max_ulp_factor >= 1) || !(t.rms_ulp_factor >= 1) || !(t.bound_ratio_increase >= 0))
+      throw std::invalid_argument("thresholds: ulp factors must be >= 1 and the bound-ratio increase >= 0");
+    d = nightly::diff_reports(read_json_file(o.base), read_json_file(o.now), t, o.force);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+  const nlohmann::json j = nightly::diff_json(d, t);
+  for (const std::string& w : d.warnings) std::printf("warning: %s\n", w.c_str());
+  for (const nightly::RecordChange& c : d.changes)
+    if (c.change != nightly::Change::unchanged)
+      std::printf("%-12s %-14s %s%s%s\n", nightly::change_name(c.change), c.section.c_str(), c.key.c_str(),
+                  c.why.empty() ? "" : ": ", c.why.c_str());
+  std::printf("%s\n", j.at("counts").dump().c_str());
+  std::printf("%s\n", d.regressed() ? "REGRESSED" : "no regression");
+  if (!o.out.empty()) write_json_atomically(o.out, j);
+  return d.regressed() ? kExitCheckFailed : kExitOk;
+}
+
+}  // namespace normcheck::cli

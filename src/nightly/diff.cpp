@@ -1,0 +1,153 @@
+#include "nightly/diff.hpp"
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace normcheck::nightly {
+namespace {
+
+/// The sections holding records, and where their records live.
+const std::vector<std::pair<std::string, std::vector<std::string>>>& sections() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> s = {
+      {"records", {"records"}},
+      {"rms_block", {"rms_block", "records"}},
+      {"qr_contraction", {"qr_contraction", "records"}},
+      {"grouped_norm", {"grouped_norm", "records"}}};
+  return s;
+}
+
+const nlohmann::json* records_of(const nlohmann::json& report, const std::vector<std::string>& path) {
+  const nlohmann::json* j = &report;
+  for (const std::string& p : path) {
+    if (!j->is_object() || !j->contains(p) || j->at(p).is_null()) return nullptr;
+    j = &j->at(p);
+  }
+  return j->is_array() ? j : nullptr;
+}
+
+std::string identity(const nlohmann::json& r) {
+  std::string key;
+  for (const char* field : {"op", "kernel", "variant", "form", "kind", "storage", "accum", "property", "output"})
+    if (r.contains(field) && r.at(field).is_string()) key += (key.empty() ? "" : " ") + r.at(field).get<std::string>();
+  return key;
+}
+
+double number(const nlohmann::json& r, const char* field) {
+  if (!r.contains(field)) return 0;
+  const auto& v = r.at(field);
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return v.get<std::string>() == "nan" ? NAN : v.get<std::string>() == "-inf" ? -HUGE_VAL : HUGE_VAL;
+  return 0;
+}
+
+bool failing(const nlohmann::json& r) {
+  const std::string v = r.value("verdict", "");
+  return v == "fail" || v == "own_bound_violated";
+}
+
+/// Growth of a metric beyond a factor and an absolute floor (both must hold).
+bool grew(double base, double now, double factor, double floor) { return now > base * factor && now - base > floor; }
+
+RecordChange classify(const std::string& section, const std::string& key, const nlohmann::json& b, const nlohmann::json& n,
+                      const DiffThresholds& t) {
+  if (!failing(b) && failing(n)) return {section, key, Change::new_failure, fmt::format("verdict {} -> {}", b.value("verdict", ""), n.value("verdict", ""))};
+  if (failing(b) && !failing(n)) return {section, key, Change::fixed, fmt::format("verdict {} -> {}", b.value("verdict", ""), n.value("verdict", ""))};
+  const double bu = number(b, "max_ulp"), nu = number(n, "max_ulp"), br = number(b, "rms_ulp"), nr = number(n, "rms_ulp");
+  const double bb = number(b, "max_bound_ratio"), nb = number(n, "max_bound_ratio");
+  std::vector<std::string> worse, better;
+  if (grew(bu, nu, t.max_ulp_factor, 1.0)) worse.push_back(fmt::format("max_ulp {:.4g} -> {:.4g}", bu, nu));
+  if (grew(br, nr, t.rms_ulp_factor, 0.5)) worse.push_back(fmt::format("rms_ulp {:.4g} -> {:.4g}", br, nr));
+  if (nb > bb + t.bound_ratio_increase) worse.push_back(fmt::format("max err/bound {:.4g} -> {:.4g}", bb, nb));
+  if (grew(nu, bu, t.max_ulp_factor, 1.0)) better.push_back(fmt::format("max_ulp {:.4g} -> {:.4g}", bu, nu));
+  if (grew(nr, br, t.rms_ulp_factor, 0.5)) better.push_back(fmt::format("rms_ulp {:.4g} -> {:.4g}", br, nr));
+  if (bb > nb + t.bound_ratio_increase) better.push_back(fmt::format("max err/bound {:.4g} -> {:.4g}", bb, nb));
+  const auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& e : v) s += (s.empty() ? "" : "; ") + e;
+    return s;
+  };
+  if (!worse.empty()) return {section, key, Change::regression, join(worse)};
+  if (!better.empty()) return {section, key, Change::improvement, join(better)};
+  return {section, key, Change::unchanged, ""};
+}
+
+std::string config_value(const nlohmann::json& r, const char* field) {
+  if (!r.contains("config") || !r.at("config").contains(field)) return "";
+  const auto& v = r.at("config").at(field);
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+}  // namespace
+
+const char* change_name(Change c) {
+  switch (c) {
+    case Change::new_failure: return "new_failure";
+    case Change::fixed: return "fixed";
+    case Change::regression: return "regression";
+    case Change::improvement: return "improvement";
+    case Change::unchanged: return "unchanged";
+    case Change::added: return "added";
+    case Change::removed: return "removed";
+  }
+  return "?";
+}
+
+bool DiffResult::regressed() const {
+  for (const RecordChange& c : changes)
+    if (c.change == Change::new_failure || c.change == Change::regression) return true;
+  return false;
+}
+
+DiffResult diff_reports(const nlohmann::json& base, const nlohmann::json& now, const DiffThresholds& t, bool force) {
+  for (const auto* r : {&base, &now})
+    if (!r->is_object() || r->value("tool", "") != "normcheck" || !r->contains("schema_version"))
+      throw std::invalid_argument("not a normcheck report (no tool/schema_version)");
+  if (base.at("schema_version") != now.at("schema_version"))
+    throw std::invalid_argument(fmt::format("schema versions differ ({} vs {}): records are not comparable",
+                                            base.at("schema_version").dump(), now.at("schema_version").dump()));
+  DiffResult d;
+  for (const char* field : {"suite", "seed"}) {
+    const std::string a = config_value(base, field), b = config_value(now, field);
+    if (a == b) continue;
+    const std::string msg = fmt::format("{} differs ({} vs {}): the reports judged different cases", field, a, b);
+    if (!force) throw std::invalid_argument(msg + " (--force compares them anyway)");
+    d.warnings.push_back(msg);
+  }
+  for (const auto& [section, path] : sections()) {
+    std::map<std::string, const nlohmann::json*> before, after;
+    if (const auto* rb = records_of(base, path))
+      for (const auto& r : *rb) before[identity(r)] = &r;
+    if (const auto* ra = records_of(now, path))
+      for (const auto& r : *ra) after[identity(r)] = &r;
+    for (const auto& [key, r] : after) {
+      const auto it = before.find(key);
+      if (it == before.end()) d.changes.push_back({section, key, Change::added, ""});
+      else d.changes.push_back(classify(section, key, *it->second, *r, t));
+    }
+    for (const auto& [key, r] : before)
+      if (!after.count(key)) d.changes.push_back({section, key, Change::removed, ""});
+  }
+  return d;
+}
+
+nlohmann::json diff_json(const DiffResult& d, const DiffThresholds& t) {
+  nlohmann::json changes = nlohmann::json::array(), counts = nlohmann::json::object();
+  for (const char* c : {"new_failure", "fixed", "regression", "improvement", "unchanged", "added", "removed"}) counts[c] = 0;
+  for (const RecordChange& c : d.changes) {
+    counts[change_name(c.change)] = counts[change_name(c.change)].get<int>() + 1;
+    if (c.change != Change::unchanged)
+      changes.push_back({{"section", c.section}, {"record", c.key}, {"change", change_name(c.change)}, {"why", c.why}});
+  }
+  return {{"format", "normcheck-diff-v1"},
+          {"regressed", d.regressed()},
+          {"thresholds", {{"max_ulp_factor", t.max_ulp_factor}, {"rms_ulp_factor", t.rms_ulp_factor},
+                          {"bound_ratio_increase", t.bound_ratio_increase}}},
+          {"counts", counts},
+          {"warnings", d.warnings},
+          {"changes", changes}};
+}
+
+}  // namespace normcheck::nightly
