@@ -209,3 +209,18 @@ TEST(Torch, LayerNormAndRmsNormThroughAten) {
   EXPECT_EQ(f16_cases, 0);
 }
 #endif
+
+TEST(Exec, TheAxisAuditProbesAnExternalKernel) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0) GTEST_SKIP() << "python3-numpy absent";
+  const std::string script = "/usr/bin/python3 " + std::string(NORMCHECK_SOURCE_DIR) + "/scripts/exec_axes_example.py {dir}";
+  const std::string audit = "audit-axes --shape 1,3,2,3 --layout nchw --kind channel_layer_norm --exec '" + script;
+  Outcome o = run_cli(audit + " --over W'");
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_NE(o.out.find("normalizes over W, declared over C"), std::string::npos) << o.out;
+  o = run_cli(audit + " --over C'");
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("verdict: match"), std::string::npos) << o.out;
+  o = run_cli("audit-axes --shape 1,3,2,3 --kind channel_layer_norm --exec 'true'");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("is missing"), std::string::npos) << o.err;
+}

@@ -44,6 +44,19 @@ AuditRecord run_audit(const TensorSpec& t, const NormSpec& declared, const std::
   return r;
 }
 
+AuditRecord run_audit_with(const TensorSpec& t, const NormSpec& declared, const AuditKernel& kernel, const std::string& name,
+                           DType dtype, uint64_t seed) {
+  AuditRecord r;
+  r.tensor = t;
+  r.declared = declared;
+  r.accounting = account(t, declared);
+  r.kernel = name;
+  r.dtype = dtype;
+  r.inferred = infer_groups(kernel, t, dtype, seed);
+  r.verdict = compare_groups(t, declared, *r.inferred);
+  return r;
+}
+
 nlohmann::json audit_record_json(const AuditRecord& r) {
   nlohmann::json j = {{"tensor", {{"layout", std::string(layout_name(r.tensor.layout))},
                                   {"shape", r.tensor.shape},

@@ -30,6 +30,10 @@ struct AuditRecord {
 
 AuditRecord run_audit(const TensorSpec& t, const NormSpec& declared, const std::string& kernel, DType dtype, uint64_t seed);
 
+/// The same with a kernel given as a function (an external kernel through the exec protocol).
+AuditRecord run_audit_with(const TensorSpec& t, const NormSpec& declared, const AuditKernel& kernel, const std::string& name,
+                           DType dtype, uint64_t seed);
+
 nlohmann::json audit_record_json(const AuditRecord& r);
 
 /// The run's audit set: the seed's dense (2,3) and image (2,3,4,4) cases and an NHWC, a sequence

@@ -7,6 +7,7 @@
 
 #include "audit/audit_report.hpp"
 #include "cli/commands.hpp"
+#include "external/exec.hpp"
 #include "report/report.hpp"
 
 namespace normcheck::cli {
@@ -61,7 +62,22 @@ int audit_axes_command(const AuditOptions& o) {
   try {
     const auto dt = parse_dtype(o.dtype);
     if (!dt) throw std::invalid_argument(fmt::format("unknown dtype '{}'", o.dtype));
-    r = audit::run_audit(tensor_of(o), spec_of(o), o.kernel, *dt, o.seed);
+    const audit::TensorSpec t = tensor_of(o);
+    const audit::NormSpec n = spec_of(o);
+    if (!o.exec.empty()) {
+      if (!o.kernel.empty()) throw std::invalid_argument("--kernel and --exec are exclusive");
+      if (auto err = audit::validate(t, n)) throw std::invalid_argument(*err);
+      const external::ExecSpec spec{o.exec, "exec", o.exec_timeout};
+      const std::vector<std::string> axes = audit::axis_names(t.layout);
+      const std::string layout(audit::layout_name(t.layout)), kind(audit::kind_name(n.kind));
+      const DType dtype = *dt;
+      const audit::AuditKernel k = [spec, t, layout, axes, kind, dtype](const std::vector<double>& x) {
+        return external::exec_normalize(spec, t.shape, layout, axes, kind, dtype, x);
+      };
+      r = audit::run_audit_with(t, n, k, "exec", dtype, o.seed);
+    } else {
+      r = audit::run_audit(t, n, o.kernel, *dt, o.seed);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return kExitBadInput;

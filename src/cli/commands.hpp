@@ -74,6 +74,8 @@ struct ExampleBlockOptions {
 struct AuditOptions {
   std::vector<int64_t> shape;
   std::string layout = "nchw", kind = "batch_norm", kernel, dtype = "f32", out;
+  std::string exec;  ///< probe an external kernel through the exec protocol (op "normalize")
+  double exec_timeout = 10;
   int normalized_dims = 1;
   int64_t groups = 1;
   bool tied_affine = false, no_affine = false, no_running_stats = false;

@@ -74,6 +74,28 @@ std::string last_line(const std::filesystem::path& p) {
   return last.empty() ? "" : ": " + last.substr(0, 200);
 }
 
+/// Runs the command in the case directory (stdin /dev/null, stdout and stderr to files).
+IsolatedResult run_in(const ExecSpec& spec, const std::filesystem::path& dir) {
+  const std::string command = replace_all(spec.command, "{dir}", dir.string());
+  return run_isolated(
+      [&](uint8_t*, size_t, char* msg, size_t cap) {
+        if (chdir(dir.c_str()) != 0 || setenv("NORMCHECK_CASE_DIR", dir.c_str(), 1) != 0) {
+          std::snprintf(msg, cap, "exec: cannot enter %s", dir.c_str());
+          return 1;
+        }
+        const int err = open("stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);  // kept for the failure message
+        const int out = open("stdout.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);  // never mixed into normcheck's
+        const int in = open("/dev/null", O_RDONLY);
+        if (err >= 0) dup2(err, STDERR_FILENO);
+        if (out >= 0) dup2(out, STDOUT_FILENO);
+        if (in >= 0) dup2(in, STDIN_FILENO);
+        execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+        std::snprintf(msg, cap, "exec: cannot run /bin/sh");
+        return 1;
+      },
+      {}, 1, spec.timeout_s);
+}
+
 /// Removes the case directory however the call ends.
 struct CaseDir {
   std::filesystem::path path;
@@ -99,24 +121,7 @@ KernelOutputs exec_call(const ExecSpec& spec, Op op, const LayerNormCase& c) {
     out.failure = std::string("exec: cannot write the case: ") + e.what();
     return out;
   }
-  const std::string command = replace_all(spec.command, "{dir}", dir.string());
-  const IsolatedResult r = run_isolated(
-      [&](uint8_t*, size_t, char* msg, size_t cap) {
-        if (chdir(dir.c_str()) != 0 || setenv("NORMCHECK_CASE_DIR", dir.c_str(), 1) != 0) {
-          std::snprintf(msg, cap, "exec: cannot enter %s", dir.c_str());
-          return 1;
-        }
-        const int err = open("stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);  // kept for the failure message
-        const int out = open("stdout.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);  // never mixed into normcheck's
-        const int in = open("/dev/null", O_RDONLY);
-        if (err >= 0) dup2(err, STDERR_FILENO);
-        if (out >= 0) dup2(out, STDOUT_FILENO);
-        if (in >= 0) dup2(in, STDIN_FILENO);
-        execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-        std::snprintf(msg, cap, "exec: cannot run /bin/sh");
-        return 1;
-      },
-      {}, 1, spec.timeout_s);
+  const IsolatedResult r = run_in(spec, dir);
   if (r.exit_code == kUnsupportedExit) {
     out.skipped = true;
   } else if (!r.ok) {
@@ -142,6 +147,36 @@ KernelOutputs exec_call(const ExecSpec& spec, Op op, const LayerNormCase& c) {
 }
 
 }  // namespace
+
+std::vector<double> exec_normalize(const ExecSpec& spec, const std::vector<int64_t>& shape, const std::string& layout,
+                                   const std::vector<std::string>& axes, const std::string& declared_kind, DType dtype,
+                                   const std::vector<double>& x) {
+  char tmpl[] = "/tmp/normcheck_exec_XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("exec: cannot create a case directory");
+  const CaseDir guard{tmpl};
+  const std::filesystem::path& dir = guard.path;
+  write_npy(dir / "x.npy", dtype, shape, x);
+  const nlohmann::json manifest = {{"format", "normcheck-exec-v1"},
+                                   {"op", "normalize"},
+                                   {"dtype", std::string(dtype_info(dtype).name)},
+                                   {"layout", layout},
+                                   {"shape", shape},
+                                   {"axes", axes},
+                                   {"declared_kind", declared_kind},
+                                   {"inputs", {{"x", "x.npy"}}},
+                                   {"outputs", {{"y", "y.npy"}}}};
+  std::ofstream f(dir / "manifest.json");
+  f << manifest.dump(1) << '\n';
+  f.close();
+  if (!f) throw std::runtime_error("exec: cannot write manifest.json");
+  const IsolatedResult r = run_in(spec, dir);
+  if (!r.ok) throw std::runtime_error("exec command " + r.failure + last_line(dir / "stderr.txt"));
+  try {
+    return read_npy(dir / "y.npy", dtype, shape);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("exec output: ") + e.what());
+  }
+}
 
 std::vector<KernelEntry> exec_kernels(const ExecSpec& spec, const std::vector<Op>& ops, const std::vector<DType>& dtypes) {
   std::vector<KernelEntry> out;

@@ -21,4 +21,11 @@ struct ExecSpec {
 /// One kernel entry per (op, dtype): kernel "exec:<name>", variant <name>.
 std::vector<KernelEntry> exec_kernels(const ExecSpec& spec, const std::vector<Op>& ops, const std::vector<DType>& dtypes);
 
+/// One call of op "normalize" (the axis audit's probe): x of `shape` (memory order) in, y of the
+/// same shape out; the manifest also names the layout, its axes and the declared kind. Throws
+/// std::runtime_error with one line when the command fails or its output is malformed.
+std::vector<double> exec_normalize(const ExecSpec& spec, const std::vector<int64_t>& shape, const std::string& layout,
+                                   const std::vector<std::string>& axes, const std::string& declared_kind, DType dtype,
+                                   const std::vector<double>& x);
+
 }  // namespace normcheck::external
