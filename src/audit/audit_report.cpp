@@ -29,21 +29,6 @@ bool AuditRecord::as_expected() const {
   return !verdict->match || !verdict->coincidences.empty();  // a planted kernel may coincide only on degenerate shapes
 }
 
-AuditRecord run_audit(const TensorSpec& t, const NormSpec& declared, const std::string& kernel, DType dtype, uint64_t seed) {
-  AuditRecord r;
-  r.tensor = t;
-  r.declared = declared;
-  r.accounting = account(t, declared);
-  r.kernel = kernel;
-  r.dtype = dtype;
-  if (kernel.empty()) return r;
-  for (const AuditKernelInfo& k : audit_kernels())
-    if (k.name == kernel) r.planted = k.planted;
-  r.inferred = infer_groups(make_audit_kernel(kernel, t, declared, dtype), t, dtype, seed);
-  r.verdict = compare_groups(t, declared, *r.inferred);
-  return r;
-}
-
 AuditRecord run_audit_with(const TensorSpec& t, const NormSpec& declared, const AuditKernel& kernel, const std::string& name,
                            DType dtype, uint64_t seed) {
   AuditRecord r;
@@ -52,8 +37,17 @@ AuditRecord run_audit_with(const TensorSpec& t, const NormSpec& declared, const 
   r.accounting = account(t, declared);
   r.kernel = name;
   r.dtype = dtype;
+  if (!kernel) return r;  // accounting only
   r.inferred = infer_groups(kernel, t, dtype, seed);
   r.verdict = compare_groups(t, declared, *r.inferred);
+  return r;
+}
+
+AuditRecord run_audit(const TensorSpec& t, const NormSpec& declared, const std::string& kernel, DType dtype, uint64_t seed) {
+  const AuditKernel k = kernel.empty() ? AuditKernel() : make_audit_kernel(kernel, t, declared, dtype);
+  AuditRecord r = run_audit_with(t, declared, k, kernel, dtype, seed);
+  for (const AuditKernelInfo& info : audit_kernels())
+    if (info.name == kernel) r.planted = info.planted;
   return r;
 }
 
