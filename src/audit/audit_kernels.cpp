@@ -10,18 +10,6 @@
 namespace normcheck::audit {
 namespace {
 
-/// Per entry: its coordinate on the channel axis of `layout` (the parameter index).
-std::vector<int64_t> channel_index(const TensorSpec& t, Layout layout) {
-  const int ch = channel_axis(layout), rank = static_cast<int>(t.shape.size());
-  int64_t stride = 1;
-  for (int a = rank - 1; a > ch; --a) stride *= t.shape[a];
-  int64_t elements = 1;
-  for (int64_t s : t.shape) elements *= s;
-  std::vector<int64_t> c(static_cast<size_t>(elements));
-  for (int64_t e = 0; e < elements; ++e) c[e] = (e / stride) % t.shape[ch];
-  return c;
-}
-
 template <class S>
 std::vector<double> run_grouped(const kernels::GroupPlan& plan, int64_t params, const std::vector<double>& x, double eps) {
   using A = default_accum_t<S>;
@@ -47,7 +35,7 @@ std::vector<double> run_inference(const std::vector<int64_t>& param_of, int64_t 
 /// A kernel normalizing over the groups of (tensor read with `layout`, spec).
 AuditKernel grouped(const TensorSpec& t, Layout layout, const NormSpec& spec, DType dt) {
   const TensorSpec seen{layout, t.shape};
-  const auto param_of = channel_index(t, layout);
+  const auto param_of = channel_of_entries(t, layout);
   const int64_t params = t.shape[static_cast<size_t>(channel_axis(layout))];
   const kernels::GroupPlan plan = kernels::plan_of(declared_groups(seen, spec), param_of);
   return [plan, params, dt](const std::vector<double>& x) {
@@ -113,7 +101,7 @@ AuditKernel make_audit_kernel(std::string_view name, const TensorSpec& t, const 
     return grouped(t, t.layout, wrong, dt);
   }
   if (name == "batch_norm_eval") {
-    const auto param_of = channel_index(t, t.layout);
+    const auto param_of = channel_of_entries(t, t.layout);
     const int64_t params = t.shape[static_cast<size_t>(channel_axis(t.layout))];
     return [param_of, params, dt](const std::vector<double>& x) {
       std::vector<double> y;

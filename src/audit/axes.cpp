@@ -189,6 +189,15 @@ std::vector<int64_t> declared_groups(const TensorSpec& t, const NormSpec& n) {
   return canonical(key);
 }
 
+std::vector<int64_t> channel_of_entries(const TensorSpec& t, Layout layout) {
+  const int ch = channel_axis(layout), rank = static_cast<int>(t.shape.size());
+  int64_t stride = 1;
+  for (int a = rank - 1; a > ch; --a) stride *= t.shape[a];
+  std::vector<int64_t> c(static_cast<size_t>(product(t.shape)));
+  for (size_t e = 0; e < c.size(); ++e) c[e] = (static_cast<int64_t>(e) / stride) % t.shape[ch];
+  return c;
+}
+
 std::vector<int64_t> canonical(const std::vector<int64_t>& group_of) {
   std::unordered_map<int64_t, int64_t> ids;
   std::vector<int64_t> out(group_of.size());

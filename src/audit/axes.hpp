@@ -68,6 +68,10 @@ Accounting account(const TensorSpec& t, const NormSpec& n);
 /// The reduction group of every entry (flat memory index), numbered 0.. in first-seen order.
 std::vector<int64_t> declared_groups(const TensorSpec& t, const NormSpec& n);
 
+/// The coordinate on the channel axis of `layout` of every entry (flat memory index) of a tensor
+/// of `t.shape`: the index of its gamma/beta.
+std::vector<int64_t> channel_of_entries(const TensorSpec& t, Layout layout);
+
 /// Canonical form of a partition: groups renumbered in first-seen order.
 std::vector<int64_t> canonical(const std::vector<int64_t>& group_of);
 

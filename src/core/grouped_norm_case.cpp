@@ -14,15 +14,7 @@ int64_t case_channel_count(const GroupedNormCase& c) {
   return c.tensor.shape[static_cast<size_t>(audit::channel_axis(c.tensor.layout))];
 }
 
-std::vector<int64_t> case_channels(const GroupedNormCase& c) {
-  const int ch = audit::channel_axis(c.tensor.layout), rank = static_cast<int>(c.tensor.shape.size());
-  int64_t stride = 1, elements = 1;
-  for (int a = rank - 1; a > ch; --a) stride *= c.tensor.shape[a];
-  for (int64_t s : c.tensor.shape) elements *= s;
-  std::vector<int64_t> out(static_cast<size_t>(elements));
-  for (int64_t e = 0; e < elements; ++e) out[e] = (e / stride) % c.tensor.shape[ch];
-  return out;
-}
+std::vector<int64_t> case_channels(const GroupedNormCase& c) { return audit::channel_of_entries(c.tensor, c.tensor.layout); }
 
 std::optional<std::string> validate_grouped_case(const GroupedNormCase& c) {
   if (auto err = audit::validate(c.tensor, c.spec)) return err;

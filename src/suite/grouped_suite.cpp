@@ -58,7 +58,13 @@ GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg) {
       auto rec = std::find_if(result.records.begin(), result.records.end(), [&](const GroupedRecord& r) {
         return r.storage == item.c.dtype && r.kind == item.c.spec.kind && r.output == o.output;
       });
-      if (rec == result.records.end()) rec = result.records.insert(result.records.end(), GroupedRecord{item.c.dtype, item.c.spec.kind, o.output});
+      if (rec == result.records.end()) {
+        GroupedRecord fresh;
+        fresh.storage = item.c.dtype;
+        fresh.kind = item.c.spec.kind;
+        fresh.output = o.output;
+        rec = result.records.insert(result.records.end(), std::move(fresh));
+      }
       ++rec->cases;
       if (o.failed) ++rec->failed_cases;
       if (!item.j.reference.certified) ++rec->uncertified_cases;
