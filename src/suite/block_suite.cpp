@@ -181,10 +181,11 @@ BlockSuiteResult run_block_suite(const BlockSuiteConfig& cfg) {
   BlockSuiteResult result;
   result.records = plan(cfg, kernels, index);
   const size_t total = cfg.dtypes.size() * cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator);
-  result.cases_planned = static_cast<int64_t>(total);
+  const auto owned = [&](size_t i) { return cfg.shard.owns(static_cast<int64_t>(dtype_position(cfg.dtypes, item_at(cfg, i).dtype))); };
+  result.cases_planned = count_owned(total, owned);
   std::mutex journal_mu;
-  const auto done = run_items<ItemResult>(total, cfg.threads,
-                                          [&](size_t i) { return run_item(cfg, item_at(cfg, i), kernels, index, journal_mu); });
+  const auto done = run_items<ItemResult>(
+      total, cfg.threads, [&](size_t i) { return run_item(cfg, item_at(cfg, i), kernels, index, journal_mu); }, owned);
   for (size_t i = 0; i < total; ++i)
     if (done[i]) {
       merge(*done[i], static_cast<int64_t>(i), result.records);

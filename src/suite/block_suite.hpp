@@ -9,6 +9,7 @@
 #include "core/rmsnorm_case.hpp"
 #include "kernels/block_registry.hpp"
 #include "suite/runner.hpp"
+#include "suite/work_items.hpp"
 
 namespace normcheck {
 
@@ -20,6 +21,7 @@ struct BlockSuiteConfig {
   uint64_t seed = 20261130;
   int threads = 1;
   std::string journal_path;  ///< failing cases are appended here as JSON lines (empty: none)
+  ShardSpec shard;  ///< the slice of the dtypes this run does (one unit per dtype)
 };
 
 struct BlockWorst {

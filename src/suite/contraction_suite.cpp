@@ -117,15 +117,17 @@ ContractionSuiteResult run_contraction_suite(const ContractionSuiteConfig& cfg) 
   ContractionSuiteResult result;
   result.records = plan(cfg);
   const size_t total = cfg.dtypes.size() * cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator);
-  result.cases_planned = static_cast<int64_t>(total);
+  const auto owned = [&](size_t i) { return cfg.shard.owns(static_cast<int64_t>(dtype_position(cfg.dtypes, item_at(cfg, i).dtype))); };
+  result.cases_planned = count_owned(total, owned);
   std::mutex mu;
-  const auto done = run_items<ItemResult>(total, cfg.threads, [&](size_t i) { return run_item(cfg, item_at(cfg, i), mu); });
+  const auto done = run_items<ItemResult>(
+      total, cfg.threads, [&](size_t i) { return run_item(cfg, item_at(cfg, i), mu); }, owned);
   const size_t per_record_group = 4;  // contracted f, dx, original f, dx
   for (size_t i = 0; i < total; ++i) {
     if (!done[i]) continue;
     ++result.cases_done;
     const WorkItem it = item_at(cfg, i);
-    const size_t dt_index = static_cast<size_t>(std::find(cfg.dtypes.begin(), cfg.dtypes.end(), it.dtype) - cfg.dtypes.begin());
+    const size_t dt_index = dtype_position(cfg.dtypes, it.dtype);
     const size_t base = (dt_index * cfg.generators.size() + it.generator_index) * per_record_group;
     const ItemResult& item = *done[i];
     const ContractionJudgement* j = item.judged ? &*item.judged : nullptr;

@@ -9,6 +9,7 @@
 
 #include "core/contraction_case.hpp"
 #include "suite/runner.hpp"
+#include "suite/work_items.hpp"
 
 namespace normcheck {
 
@@ -19,6 +20,7 @@ struct ContractionSuiteConfig {
   uint64_t seed = 20261130;
   int threads = 1;
   std::string journal_path;  ///< failing cases appended as JSON lines (empty: none)
+  ShardSpec shard;  ///< the slice of the dtypes this run does (one unit per dtype)
 };
 
 struct ContractionWorst {

@@ -41,7 +41,8 @@ uint64_t grouped_case_seed(uint64_t run_seed, DType dt, int kind, int layout, in
 GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg) {
   GroupedSuiteResult result;
   const size_t total = cfg.dtypes.size() * 9 * static_cast<size_t>(cfg.cases_per_layout);
-  result.cases_planned = static_cast<int64_t>(total);
+  const auto owned = [&](size_t i) { return cfg.shard.owns(static_cast<int64_t>(dtype_position(cfg.dtypes, item_at(cfg, i).dtype))); };
+  result.cases_planned = count_owned(total, owned);
   const auto done = run_items<ItemResult>(total, cfg.threads, [&](size_t i) {
     const Item it = item_at(cfg, i);
     ItemResult r;
@@ -49,7 +50,7 @@ GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg) {
                                  grouped_case_seed(cfg.seed, it.dtype, it.kind, it.layout, it.index));
     r.j = judge_grouped(r.c, run_grouped_kernel(r.c));
     return r;
-  });
+  }, owned);
   for (size_t i = 0; i < total; ++i) {
     if (!done[i]) continue;
     ++result.cases_done;

@@ -10,6 +10,7 @@
 
 #include "core/grouped_norm_case.hpp"
 #include "suite/judge.hpp"
+#include "suite/work_items.hpp"
 
 namespace normcheck {
 
@@ -18,6 +19,7 @@ struct GroupedSuiteConfig {
   int cases_per_layout = 8;  ///< per (kind, layout, dtype)
   uint64_t seed = 20261130;
   int threads = 1;
+  ShardSpec shard;  ///< the slice of the dtypes this run does (one unit per dtype)
 };
 
 /// One (dtype, kind, output) over every layout and case.

@@ -46,6 +46,18 @@ WorkItem item_at(const RunConfig& cfg, size_t i) {
   return work_item_at(cfg.dtypes, cfg.generators.size(), cfg.cases_per_generator, i);
 }
 
+/// The items of the config's shard, in case order: unit dtype x generator.
+std::vector<size_t> owned_items(const RunConfig& cfg) {
+  std::vector<size_t> out;
+  const size_t total = item_count(cfg);
+  for (size_t i = 0; i < total; ++i) {
+    const WorkItem w = item_at(cfg, i);
+    if (cfg.shard.owns(static_cast<int64_t>(dtype_position(cfg.dtypes, w.dtype) * cfg.generators.size() + w.generator_index)))
+      out.push_back(i);
+  }
+  return out;
+}
+
 /// Records in a fixed order: dtype, generator, kernel, output.
 std::vector<Record> plan_records(const RunConfig& cfg, const std::vector<const KernelEntry*>& kernels,
                                  std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index) {
@@ -193,25 +205,25 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t> index;
   RunResult result;
   result.records = plan_records(cfg, kernels, index);
-  const size_t total = item_count(cfg);
-  result.cases_planned = static_cast<int64_t>(total);
+  const std::vector<size_t> todo = owned_items(cfg);
+  result.cases_planned = static_cast<int64_t>(todo.size());
   // Finished items wait in `pending` until every earlier item is merged: records are merged in
   // case order whatever the thread timing, and memory stays O(threads), not O(cases).
-  std::map<size_t, ItemResult> pending;
+  std::map<size_t, ItemResult> pending;  // by position in `todo`
   size_t cursor = 0;
   std::atomic<size_t> next{0};
   std::mutex journal_mu, merge_mu;
-  auto merge_one = [&](size_t i, const ItemResult& item) {
+  auto merge_one = [&](size_t k, const ItemResult& item) {
     ++result.cases_done;
     for (const auto& [family, o] : item.oracle)
       result.max_oracle_precision_bits = std::max(result.max_oracle_precision_bits, o.bits);
-    merge_item(item_at(cfg, i), static_cast<int64_t>(i), cfg, item, result.records);
+    merge_item(item_at(cfg, todo[k]), static_cast<int64_t>(todo[k]), cfg, item, result.records);
   };
   auto worker = [&] {
-    for (size_t i; !stop_requested() && (i = next++) < total;) {
-      ItemResult item = run_item(cfg, item_at(cfg, i), kernels, index, journal_mu);
+    for (size_t k; !stop_requested() && (k = next++) < todo.size();) {
+      ItemResult item = run_item(cfg, item_at(cfg, todo[k]), kernels, index, journal_mu);
       std::lock_guard<std::mutex> lock(merge_mu);
-      pending.emplace(i, std::move(item));
+      pending.emplace(k, std::move(item));
       for (auto it = pending.find(cursor); it != pending.end(); it = pending.find(++cursor)) {
         merge_one(cursor, it->second);
         pending.erase(it);

@@ -30,6 +30,7 @@ struct RunConfig {
   bool builtin = true;                     ///< judge the built-in kernels
   std::vector<KernelEntry> extra_kernels;  ///< plugin kernels (external/plugin.hpp), judged too
   bool external_report_only = false;       ///< external kernels' records are report_only
+  ShardSpec shard;  ///< the slice this run does (one unit per dtype x generator)
 };
 
 /// Identity of a report record.

@@ -15,6 +15,17 @@ namespace normcheck {
 /// Set to true (e.g. by a signal handler) to stop after the cases in flight (runner.cpp).
 std::atomic<bool>& stop_requested();
 
+/// A deterministic slice of a run (`run --shard i/N`). The work of every section is cut into units
+/// (a dtype, or a dtype x generator) that decide every aggregate of the report; unit u of a section
+/// whose units start at global number `first_unit` runs on shard (first_unit + u) mod count. A unit
+/// is run whole by one shard, in case order, so merged shards give exactly the unsharded report.
+struct ShardSpec {
+  int index = 0, count = 1;
+  int64_t first_unit = 0;
+  bool owns(int64_t unit) const { return (first_unit + unit) % count == index; }
+  bool sharded() const { return count > 1; }
+};
+
 struct WorkItem {
   DType dtype;
   size_t generator_index;
@@ -27,14 +38,30 @@ inline WorkItem work_item_at(const std::vector<DType>& dtypes, size_t generators
   return {dtypes[i / per_dtype], (i % per_dtype) / cases, static_cast<int64_t>(i % cases)};
 }
 
-/// Runs fn(i) for i in [0, total) on `threads` threads; results by index, empty where a stop
-/// request left an item undone.
-template <class Result, class Fn>
-std::vector<std::optional<Result>> run_items(size_t total, int threads, Fn fn) {
+/// Position of `dt` in `dtypes` (the unit number of a dtype-sliced section).
+inline size_t dtype_position(const std::vector<DType>& dtypes, DType dt) {
+  return static_cast<size_t>(std::find(dtypes.begin(), dtypes.end(), dt) - dtypes.begin());
+}
+
+/// Number of items i in [0, total) with owned(i).
+template <class Owned>
+int64_t count_owned(size_t total, Owned owned) {
+  int64_t n = 0;
+  for (size_t i = 0; i < total; ++i) n += owned(i) ? 1 : 0;
+  return n;
+}
+
+/// Runs fn(i) for every i in [0, total) with wanted(i) on `threads` threads; results by index,
+/// empty where an item is not wanted (another shard's) or a stop request left it undone.
+template <class Result, class Fn, class Wanted>
+std::vector<std::optional<Result>> run_items(size_t total, int threads, Fn fn, Wanted wanted) {
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < total; ++i)
+    if (wanted(i)) todo.push_back(i);
   std::vector<std::optional<Result>> done(total);
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i; !stop_requested() && (i = next++) < total;) done[i] = fn(i);
+    for (size_t k; !stop_requested() && (k = next++) < todo.size();) done[todo[k]] = fn(todo[k]);
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(worker);
