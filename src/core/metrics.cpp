@@ -1,5 +1,6 @@
 #include "core/metrics.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -45,6 +46,15 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
   return e;
 }
 
+int ulp_bucket(double ulp_err) {
+  if (!(ulp_err > 0.5)) return std::isnan(ulp_err) ? kUlpBuckets - 1 : 0;
+  if (!std::isfinite(ulp_err)) return kUlpBuckets - 1;
+  int exponent = 0;
+  const double mantissa = std::frexp(ulp_err, &exponent);  // ulp_err = mantissa 2^exponent, mantissa in [0.5, 1)
+  const int ceil_log2 = mantissa == 0.5 ? exponent - 1 : exponent;
+  return std::min(kUlpBuckets - 1, ceil_log2 + 1);
+}
+
 void ErrorAccumulator::add(const ElementError& e, int64_t index) {
   if (e.uncertified) {
     ++uncertified_;
@@ -59,6 +69,7 @@ void ErrorAccumulator::add(const ElementError& e, int64_t index) {
   if (e.undecided) ++undecided_;
   if (e.bound_void) ++void_bounds_;
   if (e.ulp_err > max_ulp_) max_ulp_ = e.ulp_err;
+  ++ulp_hist_[static_cast<size_t>(ulp_bucket(e.ulp_err))];
   if (e.ulp_distance > max_ulp_distance_) max_ulp_distance_ = e.ulp_distance;
   sum_sq_ulp_ += std::isfinite(e.ulp_err) ? e.ulp_err * e.ulp_err : 0.0;
   if (std::isfinite(e.abs_err)) {
@@ -97,6 +108,7 @@ void ErrorAccumulator::merge(const ErrorAccumulator& o) {
   }
   overflow_survived_ += o.overflow_survived_;
   for (int bit = 0; bit < 4; ++bit) regime_counts_[bit] += o.regime_counts_[bit];
+  for (size_t b = 0; b < ulp_hist_.size(); ++b) ulp_hist_[b] += o.ulp_hist_[b];
   diff_sq_ += o.diff_sq_;
   ref_sq_ += o.ref_sq_;
 }

@@ -1,6 +1,7 @@
 #pragma once
 /// The one error-metrics module: per-element errors of a kernel value against a certified
 /// reference, and an accumulator (max, RMS, worst index) in the style of Boost.Math's test_result.
+#include <array>
 #include <cstdint>
 #include <limits>
 
@@ -30,6 +31,13 @@ struct ElementError {
 /// tolerance). A violation is certified: it holds for every value in the oracle's enclosure.
 ElementError measure_element(double got, const CertifiedValue& ref, DType dtype, double bound);
 
+/// ULP-error histogram buckets: 0 holds errors <= 0.5 ULP, bucket k >= 1 holds (2^(k-2), 2^(k-1)] ULP,
+/// the last bucket also everything larger and non-finite errors (docs/report-format.md).
+inline constexpr int kUlpBuckets = 48;
+
+/// The histogram bucket of an ULP error.
+int ulp_bucket(double ulp_err);
+
 /// Running summary over many elements.
 class ErrorAccumulator {
  public:
@@ -51,6 +59,7 @@ class ErrorAccumulator {
   int64_t overflow_survived() const { return overflow_survived_; }
   uint8_t worst_regime() const { return worst_regime_; }  ///< regime of the worst element
   double max_ulp() const { return max_ulp_; }
+  const std::array<int64_t, kUlpBuckets>& ulp_histogram() const { return ulp_hist_; }
   int64_t max_ulp_distance() const { return max_ulp_distance_; }
   double rms_ulp() const;
   double max_abs() const { return max_abs_; }
@@ -67,6 +76,7 @@ class ErrorAccumulator {
   double max_ulp_ = 0, sum_sq_ulp_ = 0, max_abs_ = 0, max_rel_ = 0, max_mollified_ = 0;
   double max_ratio_ = -1, diff_sq_ = 0, ref_sq_ = 0;
   uint8_t worst_regime_ = 0;
+  std::array<int64_t, kUlpBuckets> ulp_hist_{};
 };
 
 }  // namespace normcheck

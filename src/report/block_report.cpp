@@ -46,6 +46,7 @@ nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::
                         {"required_max_err_ulps", kRequiredUlpFraction}}},
                       {"worst_case", block_worst_json(r, index, report_path)}};
   j.update(accumulator_json(r.acc));
+  j["points"] = case_points_json(r.points);
   return j;
 }
 

@@ -109,13 +109,36 @@ nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, 
   if (is_external_kernel_name(r.key.kernel))
     j["kernel_failures"] = {{"cases", r.kernel_failures}, {"first", r.first_kernel_failure}};
   j.update(accumulator_json(a));
+  j["points"] = case_points_json(r.points);
   return j;
 }
 
 }  // namespace
 
+/// Histogram counts up to the last non-empty bucket.
+nlohmann::json ulp_histogram_json(const ErrorAccumulator& a) {
+  const auto& h = a.ulp_histogram();
+  size_t end = h.size();
+  while (end > 0 && h[end - 1] == 0) --end;
+  return std::vector<int64_t>(h.begin(), h.begin() + static_cast<std::ptrdiff_t>(end));
+}
+
+nlohmann::json case_points_json(const std::vector<CasePoint>& points) {
+  nlohmann::json j = {{"case_index", nlohmann::json::array()}, {"rows", nlohmann::json::array()}, {"n", nlohmann::json::array()},
+                      {"max_ulp", nlohmann::json::array()}, {"max_bound_ratio", nlohmann::json::array()}};
+  for (const CasePoint& p : points) {
+    j["case_index"].push_back(p.case_index);
+    j["rows"].push_back(p.rows);
+    j["n"].push_back(p.n);
+    j["max_ulp"].push_back(json_number(p.max_ulp));
+    j["max_bound_ratio"].push_back(json_number(p.max_bound_ratio));
+  }
+  return j;
+}
+
 nlohmann::json accumulator_json(const ErrorAccumulator& a) {
   return {
+          {"ulp_histogram", ulp_histogram_json(a)},
           {"elements", a.count()},
           {"max_ulp", json_number(a.max_ulp())},
           {"rms_ulp", json_number(a.rms_ulp())},

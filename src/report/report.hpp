@@ -32,6 +32,9 @@ RunConfig config_from_report(const nlohmann::json& report);
 std::string record_label(const RecordKey& k);
 
 /// The metrics of an accumulator as report fields (max/RMS ULP, normwise, bound ratio, counts).
+/// Per-case points of a record (case index, rows, n, max ULP, max err/bound), as parallel arrays.
+nlohmann::json case_points_json(const std::vector<CasePoint>& points);
+
 nlohmann::json accumulator_json(const ErrorAccumulator& a);
 
 /// "not_run", "uncertified", "pass", "flagged" (a known-weak kernel failed) or "fail".

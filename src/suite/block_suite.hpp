@@ -45,6 +45,7 @@ struct BlockRecord {
   double oracle_max_err_ulps = 0;
   int oracle_precision_bits = 0;
   BlockWorst worst;
+  std::vector<CasePoint> points;  ///< per case, in case order (n = the normalized width)
   bool failed() const { return failed_cases > 0; }
 };
 

@@ -144,6 +144,7 @@ void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, con
                                  ", seed " + std::to_string(item.seed) + ", rows " + std::to_string(item.rows) + ", n " +
                                  std::to_string(item.n) + "): " + p.judgement.kernel_failure;
     rec.own.merge(p.judgement.own);
+    rec.points.push_back({item_index, item.rows, item.n, p.judgement.acc.max_ulp(), std::max(0.0, p.judgement.acc.max_bound_ratio())});
     rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, oracle.err_ulps);
     rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, oracle.bits);
     const double before = rec.acc.max_bound_ratio();

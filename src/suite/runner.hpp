@@ -53,6 +53,12 @@ struct WorstCase {
   WorstElement element;
 };
 
+/// One case's contribution to a record: its shape and its largest errors (error against n).
+struct CasePoint {
+  int64_t case_index = 0, rows = 0, n = 0;
+  double max_ulp = 0, max_bound_ratio = 0;
+};
+
 struct Record {
   RecordKey key;
   std::string bound_id;      ///< the verdict bound, e.g. "LN-TWOPASS-SEQ[f16/f32]"
@@ -69,6 +75,7 @@ struct Record {
   int64_t kernel_failures = 0;         ///< cases where an external kernel crashed, hung or errored
   std::string first_kernel_failure;    ///< the first such message, with its case index
   WorstCase worst;
+  std::vector<CasePoint> points;  ///< per case, in case order
   bool failed() const { return failed_cases > 0; }
 };
 
