@@ -31,6 +31,7 @@ struct RunOptions {
   std::optional<int64_t> rows, n, max_elements;
   std::optional<double> eps;
   bool quiet = false;
+  std::string shard;  ///< "i/N": run only shard i of N (empty: everything)
 };
 
 struct ReplayOptions {
@@ -88,7 +89,13 @@ struct DiffOptions {
   bool force = false;
 };
 
+struct MergeOptions {
+  std::vector<std::string> shards;
+  std::string out;
+};
+
 int run_command(const RunOptions& o, const std::string& command_line);
+int merge_command(const MergeOptions& o, const std::string& command_line);
 int diff_command(const DiffOptions& o);
 int audit_axes_command(const AuditOptions& o);
 int contract_command(const ContractOptions& o);
@@ -97,6 +104,7 @@ int search_command(const SearchOptions& o);
 int bounds_command(const BoundsOptions& o);
 int replay_command(const ReplayOptions& o);
 int list_command();
+int suites_command(bool json);
 
 /// Prints the per-(op/output, variant, dtype) summary table of a run.
 void print_summary(const RunResult& r);

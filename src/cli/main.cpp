@@ -39,6 +39,7 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
   run.add_option("--cases", o.cases, "cases per generator and dtype")->check(CLI::Range(1, 1000000));
   run.add_option("--threads", o.threads, "worker threads")->check(CLI::Range(1, 256));
   run.add_option("--out", o.out, "report path");
+  run.add_option("--shard", o.shard, "i/N: run the deterministic slice i (0-based) of N; combine with normcheck merge");
   run.add_option("--rows", o.rows, "fix the number of rows");
   run.add_option("--n", o.n, "fix the row length");
   run.add_option("--max-elements", o.max_elements, "cap on rows*n for generated shapes");
@@ -158,6 +159,13 @@ int main(int argc, char** argv) {
   diff->add_option("--bound-ratio-increase", diff_opts.bound_ratio_increase,
                    "regression: max err/bound grew by more than this (default 0.1)");
   diff->add_flag("--force", diff_opts.force, "compare reports of different suites or seeds anyway");
+  bool suites_json = false;
+  CLI::App* suites = app.add_subcommand("suites", "list the named, versioned suites and what each contains");
+  suites->add_flag("--json", suites_json, "as JSON");
+  normcheck::cli::MergeOptions merge_opts;
+  CLI::App* merge = app.add_subcommand("merge", "combine the reports of run --shard 0/N .. N-1/N into the unsharded run's report");
+  merge->add_option("shards", merge_opts.shards, "shard reports (every shard of one run)")->required();
+  merge->add_option("--out", merge_opts.out, "merged report path")->required();
   normcheck::cli::BoundsOptions bounds_opts;
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
   add_bounds_options(*bounds, bounds_opts);
@@ -181,6 +189,8 @@ int main(int argc, char** argv) {
     if (*example) return normcheck::cli::example_block_command(example_opts);
     if (*audit) return normcheck::cli::audit_axes_command(audit_opts);
     if (*diff) return normcheck::cli::diff_command(diff_opts);
+    if (*suites) return normcheck::cli::suites_command(suites_json);
+    if (*merge) return normcheck::cli::merge_command(merge_opts, joined_args(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return normcheck::cli::kExitBadInput;

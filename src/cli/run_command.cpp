@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
+#include <thread>
 #include <optional>
 #include <stdexcept>
 
@@ -79,7 +80,52 @@ struct RunPlan {
   std::optional<ContractionSuiteConfig> contraction;
   bool axis_audit = false;
   std::optional<GroupedSuiteConfig> grouped;
+  ShardSpec audit_shard;  ///< the axis audits are one unit
 };
+
+/// Parses "i/N" (0 <= i < N <= 100000).
+ShardSpec parse_shard(const std::string& text) {
+  ShardSpec s;
+  if (text.empty()) return s;
+  const auto slash = text.find('/');
+  const auto number = [&](const std::string& t) {
+    if (t.empty() || t.size() > 6 || !std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      throw UsageError(fmt::format("--shard takes i/N with 0 <= i < N <= 100000, got '{}'", text));
+    return std::stoi(t);
+  };
+  if (slash == std::string::npos) number("");
+  s.index = number(text.substr(0, slash));
+  s.count = number(text.substr(slash + 1));
+  if (s.count < 1 || s.count > 100000 || s.index >= s.count)
+    throw UsageError(fmt::format("--shard takes i/N with 0 <= i < N <= 100000, got '{}'", text));
+  return s;
+}
+
+/// Numbers the units of every section one after the other (per-op: dtype x generator; block,
+/// contraction, grouped: dtype; the axis audits: one) and gives each section its slice.
+void assign_shards(RunPlan& plan, ShardSpec s) {
+  int64_t unit = 0;
+  const auto next = [&](int64_t units) {
+    ShardSpec t = s;
+    t.first_unit = unit;
+    unit += units;
+    return t;
+  };
+  if (plan.ops) plan.ops->shard = next(static_cast<int64_t>(plan.ops->dtypes.size() * plan.ops->generators.size()));
+  if (plan.block) plan.block->shard = next(static_cast<int64_t>(plan.block->dtypes.size()));
+  if (plan.contraction) plan.contraction->shard = next(static_cast<int64_t>(plan.contraction->dtypes.size()));
+  if (plan.grouped) plan.grouped->shard = next(static_cast<int64_t>(plan.grouped->dtypes.size()));
+  plan.audit_shard = next(1);
+}
+
+/// Cases a dtype-sliced section plans on its shard.
+template <class Config>
+int64_t owned_cases(const std::optional<Config>& cfg, int64_t per_dtype) {
+  if (!cfg) return 0;
+  int64_t n = 0;
+  for (size_t d = 0; d < cfg->dtypes.size(); ++d) n += cfg->shard.owns(static_cast<int64_t>(d)) ? per_dtype : 0;
+  return n;
+}
 
 RunConfig build_ops_config(const RunOptions& o, RunConfig cfg, const std::vector<std::string>& ops) {
   try {
@@ -164,6 +210,7 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
   if (selected_kernels(cfg).empty()) throw UsageError("the plugin supports none of the selected ops and dtypes");
   cfg.external_report_only = o.report_only;
   plan.ops = cfg;
+  assign_shards(plan, parse_shard(o.shard));
   return plan;
 }
 
@@ -197,6 +244,7 @@ RunPlan build_plan(const RunOptions& o) {
   }
   if (!plan.ops && !plan.block && !plan.contraction && !plan.axis_audit && !plan.grouped)
     throw UsageError("the selection contains no kernel");
+  assign_shards(plan, parse_shard(o.shard));
   return plan;
 }
 
@@ -207,17 +255,51 @@ void install_signal_handlers() {
   std::signal(SIGTERM, on_stop_signal);
 }
 
-/// Progress on stderr when it is a terminal; quiet otherwise (CI logs).
-std::function<void(int64_t, int64_t)> progress_printer() {
-  if (!isatty(STDERR_FILENO)) return {};
-  const auto start = std::chrono::steady_clock::now();
-  return [start](int64_t done, int64_t planned) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double eta = done > 0 ? s * static_cast<double>(planned - done) / static_cast<double>(done) : 0;
-    std::fprintf(stderr, "\r%lld/%lld cases, %.0f s elapsed, ~%.0f s left   ", static_cast<long long>(done),
-                 static_cast<long long>(planned), s, eta);
-    if (done == planned) std::fprintf(stderr, "\n");
+/// Prints the progress line on stderr twice a second while a run goes on, when stderr is a
+/// terminal; nothing otherwise (CI logs stay quiet).
+class ProgressLine {
+ public:
+  explicit ProgressLine(int64_t planned) : planned_(planned) {
+    if (isatty(STDERR_FILENO)) thread_ = std::thread([this] { loop(); });
+  }
+  ~ProgressLine() {
+    finished_ = true;
+    if (thread_.joinable()) {
+      thread_.join();
+      print();
+      std::fprintf(stderr, "\n");
+    }
+  }
+
+ private:
+  void loop() {
+    while (!finished_) {
+      print();
+      for (int i = 0; i < 5 && !finished_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  void print() const {
+    const int64_t done = progress_counters().done, failing = progress_counters().failing;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double eta = done > 0 ? s * static_cast<double>(planned_ - done) / static_cast<double>(done) : 0;
+    std::fprintf(stderr, "\r%lld/%lld cases, %lld with failing outputs, %.0f s elapsed, ~%.0f s left%s   ",
+                 static_cast<long long>(done), static_cast<long long>(planned_), static_cast<long long>(failing), s, eta,
+                 stop_requested() ? " (stopping: finishing the cases in flight)" : "");
+  }
+  int64_t planned_;
+  std::atomic<bool> finished_{false};
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::thread thread_;
+};
+
+/// Cases the plan runs on this shard, over every section.
+int64_t planned_cases(const RunPlan& plan) {
+  const auto per_dtype = [](const auto& cfg) {
+    return cfg ? static_cast<int64_t>(cfg->generators.size()) * cfg->cases_per_generator : 0;
   };
+  return (plan.ops ? planned_cases(*plan.ops) : 0) + owned_cases(plan.block, per_dtype(plan.block)) +
+         owned_cases(plan.contraction, per_dtype(plan.contraction)) +
+         owned_cases(plan.grouped, plan.grouped ? 9 * static_cast<int64_t>(plan.grouped->cases_per_layout) : 0);
 }
 
 void ensure_parent_dir(const std::string& path) {
@@ -241,9 +323,12 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   std::filesystem::remove(journal);
   RunConfig cfg = plan.ops ? *plan.ops : *suite_config(o.suite);
   if (!plan.ops) cfg.ops.clear();
+  if (!plan.ops) cfg.shard = plan.audit_shard;  // the report's shard field
   cfg.journal_path = journal;
   RunMetadata meta{utc_now(), "", command_line};
-  const RunResult result = plan.ops ? run_suite(cfg, progress_printer()) : RunResult{};
+  const int64_t planned = planned_cases(plan);
+  std::optional<ProgressLine> progress_line(std::in_place, planned);
+  const RunResult result = plan.ops ? run_suite(cfg) : RunResult{};
   std::optional<BlockSuiteResult> block;
   if (plan.block && !stop_requested()) {
     plan.block->journal_path = journal;
@@ -257,14 +342,16 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   std::optional<GroupedSuiteResult> grouped;
   if (plan.grouped && !stop_requested()) grouped = run_grouped_suite(*plan.grouped);
   std::optional<std::vector<audit::AuditRecord>> audits;
-  if (plan.axis_audit && !stop_requested()) audits = audit::standard_audits(o.seed.value_or(cfg.seed));
+  const bool audit_here = plan.axis_audit && plan.audit_shard.owns(0);
+  if (audit_here && !stop_requested()) audits = audit::standard_audits(o.seed.value_or(cfg.seed));
+  progress_line.reset();
   meta.end_time = utc_now();
   nlohmann::json report = make_report(cfg, result, meta, o.out);
   report["rms_block"] = block ? block_suite_json(*plan.block, *block, o.out) : nlohmann::json();
   report["qr_contraction"] = contraction ? contraction_suite_json(*plan.contraction, *contraction, o.out) : nlohmann::json();
   const bool block_ok = !plan.block || (block && block_suite_passed(*block));
   const bool contraction_ok = !plan.contraction || (contraction && contraction_suite_passed(*contraction));
-  const bool audit_ok = !plan.axis_audit || (audits && audit::audits_passed(*audits));
+  const bool audit_ok = !audit_here || (audits && audit::audits_passed(*audits));
   if (audits) {
     nlohmann::json records = nlohmann::json::array();
     for (const audit::AuditRecord& r : *audits) records.push_back(audit::audit_record_json(r));
@@ -278,7 +365,7 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   report["run"]["passed"] = passed;
   report["run"]["complete"] = !result.interrupted && (!plan.block || (block && !block->interrupted)) &&
                               (!plan.contraction || (contraction && !contraction->interrupted)) &&
-                              (!plan.axis_audit || audits.has_value()) &&
+                              (!audit_here || audits.has_value()) &&
                               (!plan.grouped || (grouped && !grouped->interrupted));
   write_json_atomically(o.out, report);
   if (!o.quiet && plan.ops) print_summary(result);
@@ -286,13 +373,8 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   if (!o.quiet && contraction) print_contraction_summary(*contraction);
   if (!o.quiet && grouped) print_grouped_summary(*grouped);
   if (!o.quiet && audits) print_audit_summary(*audits);
-  const auto planned_of = [](const auto& cfg) {
-    return cfg ? static_cast<int64_t>(cfg->dtypes.size() * cfg->generators.size()) * cfg->cases_per_generator : 0;
-  };
   const int64_t done = result.cases_done + (block ? block->cases_done : 0) + (contraction ? contraction->cases_done : 0) +
                        (grouped ? grouped->cases_done : 0);
-  const int64_t planned = result.cases_planned + planned_of(plan.block) + planned_of(plan.contraction) +
-                          (plan.grouped ? static_cast<int64_t>(plan.grouped->dtypes.size()) * 9 * plan.grouped->cases_per_layout : 0);
   std::printf("report: %s (%s, %lld/%lld cases)%s\n", o.out.c_str(), passed ? "PASSED" : "FAILED",
               static_cast<long long>(done), static_cast<long long>(planned), done < planned ? " INCOMPLETE: interrupted" : "");
   if (!std::filesystem::exists(journal) || passed) std::filesystem::remove(journal);

@@ -109,7 +109,12 @@ DiffResult diff_reports(const nlohmann::json& base, const nlohmann::json& now, c
     throw std::invalid_argument(fmt::format("schema versions differ ({} vs {}): records are not comparable",
                                             base.at("schema_version").dump(), now.at("schema_version").dump()));
   DiffResult d;
-  for (const char* field : {"suite", "seed"}) {
+  for (const auto* r : {&base, &now})
+    if (r->contains("run") && (*r)["run"].contains("shard") && !(*r)["run"]["shard"].is_null())
+      throw std::invalid_argument("a shard report (run --shard) holds a slice of the records: merge the shards first (normcheck merge)");
+  if (!now.contains("run") || !now["run"].value("complete", false))
+    d.warnings.push_back("the new report is incomplete (interrupted): records it did not finish compare as not run");
+  for (const char* field : {"suite", "suite_version", "seed"}) {
     const std::string a = config_value(base, field), b = config_value(now, field);
     if (a == b) continue;
     const std::string msg = fmt::format("{} differs ({} vs {}): the reports judged different cases", field, a, b);

@@ -68,6 +68,7 @@ nlohmann::json block_suite_json(const BlockSuiteConfig& cfg, const BlockSuiteRes
                                         std::move(records), std::move(comparison));
   j["config"]["variants"] = cfg.variants;
   j["flag_checks"] = flag_checks_json(r.flag_checks);
+  j["records_passed"] = block_records_passed(r);
   return j;
 }
 

@@ -49,6 +49,7 @@ nlohmann::json config_json(const RunConfig& cfg) {
   for (Op op : cfg.ops) ops.push_back(std::string(op_name(op)));
   for (DType d : cfg.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
   return {{"suite", cfg.suite},
+          {"suite_version", cfg.suite_version},
           {"ops", ops},
           {"variants", cfg.variants},
           {"dtypes", dtypes},
@@ -213,6 +214,7 @@ nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMe
           {"run",
            {{"complete", !r.interrupted},
             {"passed", run_passed(r)},
+            {"shard", cfg.shard.sharded() ? nlohmann::json{{"index", cfg.shard.index}, {"count", cfg.shard.count}} : nlohmann::json()},
             {"cases_planned", r.cases_planned},
             {"cases_done", r.cases_done},
             {"start_time", meta.start_time},
@@ -230,6 +232,7 @@ nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMe
               {"required_max_err_ulps", kRequiredUlpFraction}}}}},
           {"config", config_json(cfg)},
           {"records", records},
+          {"records_passed", records_passed(r)},
           {"flag_checks", flag_checks_json(r.flag_checks)}};
 }
 
@@ -260,6 +263,7 @@ RunConfig config_from_report(const nlohmann::json& report) {
   const auto& c = report.at("config");
   RunConfig cfg;
   cfg.suite = c.at("suite").get<std::string>();
+  cfg.suite_version = c.value("suite_version", 1);
   cfg.seed = std::stoull(c.at("seed").get<std::string>());
   cfg.shape.rows = c.at("shape").at("rows").get<int64_t>();
   cfg.shape.n = c.at("shape").at("n").get<int64_t>();

@@ -110,6 +110,7 @@ ItemResult run_item(const BlockSuiteConfig& cfg, const WorkItem& it, const std::
   r.err_ulps = ref.max_err_ulps;
   r.certified = ref.certified;
   std::map<std::pair<BlockForm, DType>, BlockBound> bounds;  // one bound per (form, accumulator)
+  bool failing = false;
   for (const BlockKernelEntry* k : kernels) {
     if (k->storage != it.dtype) continue;
     const BlockToleranceEntry& t = block_tolerance_for(k->variant);
@@ -119,11 +120,12 @@ ItemResult run_item(const BlockSuiteConfig& cfg, const WorkItem& it, const std::
     for (const std::string& name : block_outputs()) {
       OutputJudgement j = judge_tensor(name, block_output(out, name), block_reference(ref, name),
                                        block_bound_of(b->second, name), nullptr, it.dtype, t.max_ratio);
-      if (j.failed) journal(cfg, r.c, *k, j, journal_mu);
+      if (j.failed) journal(cfg, r.c, *k, j, journal_mu), failing = true;
       const double cancel = name == "dx" && j.worst.index >= 0 ? ref.cancellation[static_cast<size_t>(j.worst.index)] : 0;
       r.partials.push_back({index.at({k, it.generator_index, name}), std::move(j), cancel});
     }
   }
+  count_finished(failing);
   return r;
 }
 
@@ -213,12 +215,16 @@ std::vector<BlockComparisonRow> block_comparison(const BlockSuiteResult& r) {
   return rows;
 }
 
-bool block_suite_passed(const BlockSuiteResult& r) {
+bool block_records_passed(const BlockSuiteResult& r) {
   for (const BlockRecord& rec : r.records)
     if (rec.expectation == Expectation::must_pass && rec.failed()) return false;
+  return true;
+}
+
+bool block_suite_passed(const BlockSuiteResult& r) {
   for (const FlagCheck& f : r.flag_checks)
     if (!f.caught()) return false;
-  return !r.interrupted;
+  return block_records_passed(r) && !r.interrupted;
 }
 
 }  // namespace normcheck

@@ -82,5 +82,8 @@ std::vector<BlockComparisonRow> block_comparison(const BlockSuiteResult& r);
 /// Every must_pass record passed, every applicable flag caught, nothing interrupted.
 bool block_suite_passed(const BlockSuiteResult& r);
 
+/// Every must_pass record passed (flags and completeness aside: what shards merge by AND).
+bool block_records_passed(const BlockSuiteResult& r);
+
 
 }  // namespace normcheck

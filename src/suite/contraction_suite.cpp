@@ -67,14 +67,17 @@ ItemResult run_item(const ContractionSuiteConfig& cfg, const WorkItem& it, std::
   ItemResult r;
   r.c = gen::make_contraction_case(cfg.generators[it.generator_index], it.dtype,
                                    contraction_case_seed(cfg.seed, it.dtype, it.generator_index, it.case_index));
+  bool failing = true;
   try {
     r.judged = judge_contraction(r.c);
+    failing = false;
     for (const OutputJudgement* j : {&r.judged->f, &r.judged->dx})
-      if (j->failed) journal(cfg, r, j, mu);
+      if (j->failed) journal(cfg, r, j, mu), failing = true;
   } catch (const ConversionError& e) {
     r.rejection = e.what();
     journal(cfg, r, nullptr, mu);
   }
+  count_finished(failing);
   return r;
 }
 

@@ -49,6 +49,7 @@ GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg) {
     r.c = gen::make_grouped_case(kKinds[it.kind], kLayouts[it.layout], it.dtype,
                                  grouped_case_seed(cfg.seed, it.dtype, it.kind, it.layout, it.index));
     r.j = judge_grouped(r.c, run_grouped_kernel(r.c));
+    count_finished(std::any_of(r.j.outputs.begin(), r.j.outputs.end(), [](const OutputJudgement& o) { return o.failed; }));
     return r;
   }, owned);
   for (size_t i = 0; i < total; ++i) {

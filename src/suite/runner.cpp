@@ -158,6 +158,11 @@ void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, con
 
 }  // namespace
 
+ProgressCounters& progress_counters() {
+  static ProgressCounters counters;
+  return counters;
+}
+
 std::atomic<bool>& stop_requested() {
   static std::atomic<bool> flag{false};
   return flag;
@@ -223,6 +228,7 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   auto worker = [&] {
     for (size_t k; !stop_requested() && (k = next++) < todo.size();) {
       ItemResult item = run_item(cfg, item_at(cfg, todo[k]), kernels, index, journal_mu);
+      count_finished(std::any_of(item.partials.begin(), item.partials.end(), [](const Partial& p) { return p.judgement.failed; }));
       std::lock_guard<std::mutex> lock(merge_mu);
       pending.emplace(k, std::move(item));
       for (auto it = pending.find(cursor); it != pending.end(); it = pending.find(++cursor)) {
@@ -246,15 +252,21 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   return result;
 }
 
-bool run_passed(const RunResult& r) {
+int64_t planned_cases(const RunConfig& cfg) { return static_cast<int64_t>(owned_items(cfg).size()); }
+
+bool records_passed(const RunResult& r) {
   for (const Record& rec : r.records) {
     // An external kernel's only bound is the contract: its expectation decides (own = verdict).
     const bool own_matters = !is_external_kernel_name(rec.key.kernel);
     if ((rec.expectation == Expectation::must_pass && rec.failed()) || (own_matters && rec.own_failed_cases > 0)) return false;
   }
+  return true;
+}
+
+bool run_passed(const RunResult& r) {
   for (const FlagCheck& f : r.flag_checks)
     if (!f.caught()) return false;
-  return !r.interrupted;
+  return records_passed(r) && !r.interrupted;
 }
 
 }  // namespace normcheck

@@ -17,6 +17,7 @@ namespace normcheck {
 
 struct RunConfig {
   std::string suite = "default";
+  int suite_version = 1;
   std::vector<Op> ops;
   std::vector<std::string> variants;  ///< empty: all
   std::vector<DType> dtypes;
@@ -112,11 +113,16 @@ std::vector<FlagCheck> evaluate_flags(const std::vector<DType>& dtypes, const st
 /// Case seed of (dtype, generator index, case index) under the run seed.
 uint64_t case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t case_index);
 
+/// Cases the config's shard plans.
+int64_t planned_cases(const RunConfig& cfg);
+
 /// Runs the suite; `progress` (may be empty) is called after each case with (done, planned).
 RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int64_t)>& progress = {});
 
-/// True when every must_pass record passed, no kernel violated its own bound, and every
-/// applicable flag expectation was caught.
+/// True when every must_pass record passed and no kernel violated its own bound.
+bool records_passed(const RunResult& r);
+
+/// records_passed, every applicable flag expectation caught, and nothing interrupted.
 bool run_passed(const RunResult& r);
 
 /// The kernels a config selects, in registry order.

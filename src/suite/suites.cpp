@@ -7,16 +7,21 @@ namespace normcheck {
 
 const std::vector<SuiteDef>& suites() {
   static const std::vector<SuiteDef> table = {
-      {"default",
+      {"default", 1,
        "every LayerNorm and RMSNorm kernel x dtype x generator, 10 cases each, rows*n <= 65536; every "
        "Linear o RMSNorm block variant x dtype x block generator, 10 cases each; the QR contraction on "
        "every dtype x seed category, 20 cases each; batch, group and instance norm on NCHW, NHWC and sequence "
        "tensors, 8 cases each; the axis audits",
        10, 65536, 20261130, 10, 20, 8},
-      {"quick",
+      {"quick", 1,
        "every LayerNorm and RMSNorm kernel x dtype x generator, 2 cases each, rows*n <= 2048; block "
        "variants, 3 cases per block generator; the QR contraction, 2 cases per category; batch/group/instance norm, 1 case per layout; the axis audits",
        2, 2048, 20261130, 3, 2, 1},
+      {"nightly", 1,
+       "the default suite's kernels, dtypes and generators with more cases: 50 per LayerNorm/RMSNorm generator "
+       "(rows*n <= 65536), 30 per block generator, 60 per QR-contraction category, 32 per batch/group/instance norm "
+       "layout, the axis audits; sized for under 30 minutes on 2 cores",
+       50, 65536, 20261130, 30, 60, 32},
   };
   return table;
 }
@@ -26,6 +31,7 @@ std::optional<RunConfig> suite_config(std::string_view name) {
     if (s.name != name) continue;
     RunConfig cfg;
     cfg.suite = std::string(s.name);
+    cfg.suite_version = s.version;
     cfg.ops = {Op::layernorm_forward, Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward};
     for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
     cfg.generators = gen::row_generator_names();

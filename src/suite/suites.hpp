@@ -14,6 +14,7 @@ namespace normcheck {
 
 struct SuiteDef {
   std::string_view name;
+  int version;  ///< bumped whenever the suite's cases change: reports of other versions are not compared
   std::string_view description;
   int cases_per_generator;
   int64_t max_elements;

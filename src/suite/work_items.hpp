@@ -15,6 +15,19 @@ namespace normcheck {
 /// Set to true (e.g. by a signal handler) to stop after the cases in flight (runner.cpp).
 std::atomic<bool>& stop_requested();
 
+/// Live counts for the progress line (cases finished, cases with a failing output), bumped by every
+/// section as items finish (runner.cpp).
+struct ProgressCounters {
+  std::atomic<int64_t> done{0}, failing{0};
+};
+ProgressCounters& progress_counters();
+
+/// Counts one finished item.
+inline void count_finished(bool failing) {
+  ++progress_counters().done;
+  if (failing) ++progress_counters().failing;
+}
+
 /// A deterministic slice of a run (`run --shard i/N`). The work of every section is cut into units
 /// (a dtype, or a dtype x generator) that decide every aggregate of the report; unit u of a section
 /// whose units start at global number `first_unit` runs on shard (first_unit + u) mod count. A unit

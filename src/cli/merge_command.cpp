@@ -1,0 +1,48 @@
+// normcheck merge SHARD... --out REPORT: the shard reports of `run --shard i/N` combined into the
+// report of the unsharded run (exit 0 passed, 1 failed or incomplete, 2 bad input).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/commands.hpp"
+#include "nightly/merge.hpp"
+#include "report/report.hpp"
+
+namespace normcheck::cli {
+namespace {
+
+/// The shards' failure journals, appended into the merged report's journal.
+void merge_journals(const std::vector<std::string>& shards, const std::string& out) {
+  const std::string target = out + ".failures.jsonl";
+  std::filesystem::remove(target);
+  for (const std::string& s : shards) {
+    std::ifstream in(s + ".failures.jsonl");
+    if (!in) continue;
+    std::ofstream(target, std::ios::app) << in.rdbuf();
+  }
+}
+
+}  // namespace
+
+int merge_command(const MergeOptions& o, const std::string& command_line) {
+  nlohmann::json merged;
+  try {
+    std::vector<nightly::ShardReport> shards;
+    for (const std::string& path : o.shards) shards.push_back({path, read_json_file(path)});
+    merged = nightly::merge_shards(std::move(shards), o.out);
+    merged["run"]["command_line"] = command_line;
+    write_json_atomically(o.out, merged);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+  merge_journals(o.shards, o.out);
+  const nlohmann::json& run = merged["run"];
+  const bool passed = run.value("passed", false);
+  std::printf("report: %s (%s, %lld/%lld per-op cases, %zu shards)%s\n", o.out.c_str(), passed ? "PASSED" : "FAILED",
+              static_cast<long long>(run.value("cases_done", int64_t{0})), static_cast<long long>(run.value("cases_planned", int64_t{0})),
+              o.shards.size(), run.value("complete", false) ? "" : " INCOMPLETE");
+  return passed ? kExitOk : kExitCheckFailed;
+}
+
+}  // namespace normcheck::cli
