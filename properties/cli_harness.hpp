@@ -42,4 +42,11 @@ inline Outcome run_cli(const std::string& args, const std::string& env = "") {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, slurp(out), slurp(err)};
 }
 
+/// Runs a shell command line (e.g. a script) the same way: exit status, stdout, stderr.
+inline Outcome run_shell(const std::string& command) {
+  const fs::path out = scratch() / "stdout", err = scratch() / "stderr";
+  const int status = std::system((command + " >" + out.string() + " 2>" + err.string()).c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128, slurp(out), slurp(err)};
+}
+
 }  // namespace

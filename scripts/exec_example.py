@@ -5,6 +5,9 @@ forward and backward, computed in float64 and rounded once to the case dtype.
 normcheck runs it as   normcheck run --exec "/usr/bin/python3 scripts/exec_example.py {dir}"
 and it reads {dir}/manifest.json, the input .npy files, and writes the output .npy files.
 bf16 travels as uint16 bit patterns. Exit status 77 tells normcheck "unsupported" (skipped).
+
+--one-pass plants a regression (the nightly test, docs/nightly.md): the LayerNorm variance as
+E[x^2] - E[x]^2 in float32, the textbook formula that cancels catastrophically for large means.
 """
 import json
 import os
@@ -59,7 +62,9 @@ def round_to_bf16_bits(v):
 
 
 def main():
-    case_dir = sys.argv[1] if len(sys.argv) > 1 else os.environ["NORMCHECK_CASE_DIR"]
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    one_pass = "--one-pass" in sys.argv[1:]
+    case_dir = args[0] if args else os.environ["NORMCHECK_CASE_DIR"]
     with open(os.path.join(case_dir, "manifest.json")) as f:
         m = json.load(f)
     dtype, op, eps = m["dtype"], m["op"], float(m["eps"])
@@ -69,6 +74,10 @@ def main():
     mean = np.zeros((x.shape[0], 1)) if rms else x.mean(axis=1, keepdims=True)
     d = x - mean
     var = (d * d).mean(axis=1, keepdims=True)
+    if one_pass and not rms:
+        x32 = x.astype(np.float32)
+        var = ((x32 * x32).mean(axis=1, keepdims=True) - x32.mean(axis=1, keepdims=True) ** 2).astype(np.float64)
+        var = np.maximum(var, 0.0)
     r = 1.0 / np.sqrt(var + eps)
     z = d * r
     out = os.path.join

@@ -27,7 +27,8 @@ void check_and_sort(std::vector<ShardReport>& shards) {
     const json& shard = r["run"].value("shard", json());
     if (!shard.is_object()) refuse("'" + s.path + "' is not a shard report (run without --shard)");
     if (shard.value("count", 0) != static_cast<int>(shards.size()))
-      refuse("'" + s.path + "' is shard " + shard.dump() + " but " + std::to_string(shards.size()) + " reports were given");
+      refuse("'" + s.path + "' is shard " + std::to_string(shard.value("index", -1)) + " of " + std::to_string(shard.value("count", 0)) +
+             ", but " + std::to_string(shards.size()) + " report(s) were given: merge needs every shard of the run");
   }
   std::sort(shards.begin(), shards.end(), [](const ShardReport& a, const ShardReport& b) {
     return a.report["run"]["shard"]["index"].get<int>() < b.report["run"]["shard"]["index"].get<int>();

@@ -1,0 +1,135 @@
+// The nightly workflow (issue 8): shards merged into exactly the unsharded report, merge's refusals,
+// and a nightly run against a baseline catching a regression planted in a kernel.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "properties/cli_harness.hpp"
+
+namespace {
+
+nlohmann::json load(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
+
+/// A report without what legitimately differs between runs (times, command line, threads, shard).
+nlohmann::json without_run_metadata(nlohmann::json r) {
+  for (const char* k : {"start_time", "end_time", "command_line", "threads", "shard", "merged_from"}) r["run"].erase(k);
+  return r;
+}
+
+/// The first difference between two JSON values, as a path (empty: equal).
+std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& path = "") {
+  if (a.type() != b.type()) return path + " (type)";
+  if (a.is_object()) {
+    for (const auto& [k, v] : a.items()) {
+      if (!b.contains(k)) return path + "/" + k + " (missing)";
+      if (auto d = first_difference(v, b[k], path + "/" + k); !d.empty()) return d;
+    }
+    return a.size() == b.size() ? "" : path + " (extra keys)";
+  }
+  if (a.is_array()) {
+    if (a.size() != b.size()) return path + " (length)";
+    for (size_t i = 0; i < a.size(); ++i)
+      if (auto d = first_difference(a[i], b[i], path + "[" + std::to_string(i) + "]"); !d.empty()) return d;
+    return "";
+  }
+  return a == b ? "" : path + ": " + a.dump() + " vs " + b.dump();
+}
+
+const std::string kSmallRun = "run --quiet --suite quick --dtypes f32,bf16 ";
+
+TEST(Shards, MergedShardsEqualTheUnshardedRunRecordForRecord) {
+  const fs::path dir = scratch() / "shards", merged = dir / "report.json", single = dir / "single.json";
+  fs::create_directories(dir);
+  // The single run writes to the merged report's path (replay commands name it), then moves aside.
+  ASSERT_LE(run_cli(kSmallRun + "--threads 2 --out " + merged.string()).exit_code, 1);
+  fs::rename(merged, single);
+  std::string shards;
+  for (int i = 0; i < 4; ++i) {
+    const fs::path s = dir / ("shard" + std::to_string(i) + ".json");
+    const Outcome o = run_cli(kSmallRun + "--threads 1 --shard " + std::to_string(i) + "/4 --out " + s.string());
+    ASSERT_LE(o.exit_code, 1) << o.err;
+    const auto j = load(s);
+    EXPECT_EQ(j["run"]["shard"]["index"], i);
+    EXPECT_LT(j["run"]["cases_planned"].get<int64_t>(), load(single)["run"]["cases_planned"].get<int64_t>());
+    shards += s.string() + " ";
+  }
+  const Outcome m = run_cli("merge " + shards + "--out " + merged.string());
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  const nlohmann::json a = without_run_metadata(load(single)), b = without_run_metadata(load(merged));
+  EXPECT_EQ(first_difference(a, b), "");
+  EXPECT_GT(a["records"].size(), 100u);
+  EXPECT_GT(a["rms_block"]["records"].size(), 10u);
+  EXPECT_EQ(load(merged)["run"]["merged_from"].size(), 4u);
+}
+
+TEST(Shards, MergeRefusesShardsThatAreNotOneRun) {
+  const fs::path dir = scratch() / "bad_shards";
+  fs::create_directories(dir);
+  const std::string opts = "run --quiet --suite quick --ops layernorm_forward --dtypes f32 --kernels two_pass ";
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(run_cli(opts + "--shard " + std::to_string(i) + "/2 --out " + (dir / ("s" + std::to_string(i) + ".json")).string()).exit_code, 0);
+  ASSERT_EQ(run_cli(opts + "--seed 7 --shard 1/2 --out " + (dir / "seed7.json").string()).exit_code, 0);
+  ASSERT_EQ(run_cli(opts + "--out " + (dir / "whole.json").string()).exit_code, 0);
+  std::ofstream(dir / "garbage.json") << "{ not json";
+  const auto s = [&](const char* name) { return (dir / name).string() + " "; };
+  const auto refused = [&](const std::string& args, const char* why) {
+    const Outcome o = run_cli("merge " + args + "--out " + (dir / "m.json").string());
+    EXPECT_EQ(o.exit_code, 2) << args;
+    EXPECT_NE(o.err.find(why), std::string::npos) << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  };
+  refused(s("s0.json"), "every shard of the run");                     // one shard of two missing
+  refused(s("s0.json") + s("s0.json"), "missing or given twice");
+  refused(s("s0.json") + s("seed7.json"), "configuration");
+  refused(s("whole.json"), "not a shard report");
+  refused(s("s0.json") + s("garbage.json"), "not valid JSON");
+  EXPECT_FALSE(fs::exists(dir / "m.json"));
+  EXPECT_EQ(run_cli("merge " + s("s1.json") + s("s0.json") + "--out " + (dir / "m.json").string()).exit_code, 0);
+  for (const char* bad : {"2/2", "0/0", "a/b", "1", "-1/2", "1/2/3"})
+    EXPECT_EQ(run_cli(opts + "--shard " + bad + " --out " + (dir / "x.json").string()).exit_code, 2) << bad;
+}
+
+TEST(Shards, DiffRefusesAShardReport) {
+  const fs::path dir = scratch() / "bad_shards";
+  const Outcome o = run_cli("diff " + (dir / "whole.json").string() + " " + (dir / "s0.json").string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("merge the shards first"), std::string::npos) << o.err;
+}
+
+/// scripts/nightly with an exec-protocol kernel: the same kernel name, once sound, once with the
+/// one-pass variance planted.
+Outcome nightly_with(const fs::path& baseline, const fs::path& outdir, const std::string& kernel_flags) {
+  const std::string src = NORMCHECK_SOURCE_DIR;
+  return run_shell("NORMCHECK=" + std::string(NORMCHECK_BINARY) + " " + src + "/scripts/nightly --baseline " + baseline.string() + " --outdir " + outdir.string() +
+                     " --suite quick --threads 2 -- --exec \"/usr/bin/python3 " + src + "/scripts/exec_example.py " +
+                     kernel_flags + " {dir}\" --exec-name numpy_ln --ops layernorm_forward --dtypes f32 --cases 2 "
+                     "--generators normal,large_mean");
+}
+
+TEST(Nightly, CatchesARegressionPlantedInAKernelAndKeepsEverythingInADatedFolder) {
+  const fs::path dir = scratch() / "nightly", base_dir = dir / "base", baseline = dir / "baseline.json";
+  fs::create_directories(dir);
+  const Outcome first = nightly_with(dir / "no_baseline.json", base_dir, "");
+  EXPECT_EQ(first.exit_code, 2) << first.err;  // a missing baseline is bad input
+  // The accepted baseline: a run of the sound kernel, made into a baseline by the script.
+  const Outcome run = run_cli("run --quiet --suite quick --exec \"/usr/bin/python3 " + std::string(NORMCHECK_SOURCE_DIR) +
+                              "/scripts/exec_example.py {dir}\" --exec-name numpy_ln --ops layernorm_forward --dtypes f32 "
+                              "--cases 2 --generators normal,large_mean --out " + (dir / "accepted.json").string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + std::string(NORMCHECK_SOURCE_DIR) + "/scripts/make_baseline.py " +
+                         (dir / "accepted.json").string() + " " + baseline.string()).c_str()), 0);
+  const Outcome same = nightly_with(baseline, dir / "same", "");
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  const Outcome planted = nightly_with(baseline, dir / "planted", "--one-pass");
+  EXPECT_EQ(planted.exit_code, 1) << planted.out << planted.err;
+  ASSERT_TRUE(fs::exists(dir / "planted"));
+  const fs::path dated = fs::directory_iterator(dir / "planted")->path();
+  EXPECT_EQ(dated.filename().string().size(), std::string("2026-11-30T101010Z").size()) << dated;
+  for (const char* f : {"baseline.json", "report.json", "diff.json", "diff.txt"}) EXPECT_TRUE(fs::exists(dated / f)) << f;
+  const auto diff = load(dated / "diff.json");
+  EXPECT_GE(diff["counts"]["new_failure"].get<int>() + diff["counts"]["regression"].get<int>(), 1) << diff.dump();
+  EXPECT_NE(slurp(dated / "diff.txt").find("numpy_ln"), std::string::npos);
+  EXPECT_NE(slurp(dated / "diff.txt").find("large_mean"), std::string::npos);
+}
+
+}  // namespace
