@@ -88,7 +88,14 @@ struct DiffOptions {
   bool force = false;
 };
 
+/// normcheck render: the HTML report of REPORT, optionally against a --diff base.
+struct RenderOptions {
+  std::string report, diff, out;
+  int worst = 20;
+};
+
 int run_command(const RunOptions& o, const std::string& command_line);
+int render_command(const RenderOptions& o);
 int diff_command(const DiffOptions& o);
 int audit_axes_command(const AuditOptions& o);
 int contract_command(const ContractOptions& o);

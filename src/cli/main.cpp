@@ -158,6 +158,12 @@ int main(int argc, char** argv) {
   diff->add_option("--bound-ratio-increase", diff_opts.bound_ratio_increase,
                    "regression: max err/bound grew by more than this (default 0.1)");
   diff->add_flag("--force", diff_opts.force, "compare reports of different suites or seeds anyway");
+  normcheck::cli::RenderOptions render_opts;
+  CLI::App* render = app.add_subcommand("render", "write a self-contained HTML report (charts, worst cases, --diff regressions)");
+  render->add_option("report", render_opts.report, "report JSON")->required();
+  render->add_option("--diff", render_opts.diff, "base report: show the regressions against it");
+  render->add_option("--out", render_opts.out, "HTML file (default: REPORT with .json replaced by .html)");
+  render->add_option("--worst", render_opts.worst, "records in the worst-case table (default 20)")->check(CLI::Range(1, 100000));
   normcheck::cli::BoundsOptions bounds_opts;
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
   add_bounds_options(*bounds, bounds_opts);
@@ -181,6 +187,7 @@ int main(int argc, char** argv) {
     if (*example) return normcheck::cli::example_block_command(example_opts);
     if (*audit) return normcheck::cli::audit_axes_command(audit_opts);
     if (*diff) return normcheck::cli::diff_command(diff_opts);
+    if (*render) return normcheck::cli::render_command(render_opts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return normcheck::cli::kExitBadInput;
