@@ -30,9 +30,10 @@ tr.bad td{background:#f8d7da}tr.good td{background:#d4edda}
 .badge{display:inline-block;padding:2px 8px;margin:2px;border-radius:10px;border:1px solid #999}
 .badge.bad{background:#f5b7b1;border-color:#c62828;font-weight:bold}.badge.good{background:#c8e6c9;border-color:#2e7d32}
 code{font-family:"DejaVu Sans Mono",monospace;font-size:12px;user-select:all;white-space:pre-wrap;overflow-wrap:anywhere}
-table.worst td{white-space:nowrap}table.worst td:last-child{white-space:normal}
+table.worst{width:100%;font-size:12px}table.worst td{white-space:nowrap}table.worst td.w{white-space:normal;min-width:90px}
+table.worst td:last-child{white-space:normal;min-width:200px}code span{white-space:nowrap}
 .charts{display:flex;flex-wrap:wrap;gap:8px}figure{margin:0;border:1px solid #ddd;padding:4px}
-figcaption{font-size:11px;color:#555;max-width:640px}nav a{margin-right:12px}
+figure{width:min-content}figcaption{font-size:11px;color:#555}nav a{margin-right:12px}
 svg.chart{background:#fff}.ct{font-size:12px;font-weight:bold}.tl{font-size:9px;fill:#444}.al{font-size:10px;fill:#333}
 .grid{stroke:#e4e4e4;stroke-width:1}.frame{fill:none;stroke:#888}.bar{fill:#4a78b5}.bar.nf{fill:#c62828}
 .ref{stroke:#c62828;stroke-width:1.5;stroke-dasharray:6 3}.reft{font-size:10px;fill:#c62828}

@@ -61,24 +61,36 @@ std::string scatter_figure(std::vector<ScatterSeries> series, ScatterAxes axes, 
   return "<figure>" + scatter_svg(series, axes) + "<figcaption>" + escape(caption) + ".</figcaption></figure>";
 }
 
+/// A command as HTML that wraps only between its words (each word an unbreakable span; copies as typed).
+std::string command_html(const std::string& command) {
+  std::string h;
+  size_t start = 0;
+  while (start <= command.size()) {
+    const size_t end = std::min(command.find(' ', start), command.size());
+    h += (start ? " <span>" : "<span>") + escape(command.substr(start, end - start)) + "</span>";
+    start = end + 1;
+  }
+  return h;
+}
+
 /// The cells of a worst-case table row; `change_cell` (the diff class, may be empty) goes before the replay command.
 std::string row_cells(const RecordRef& r, const std::string& change_cell) {
   const nlohmann::json& j = *r.json;
   const std::string op = string_field(j, "output").empty() ? r.op : r.op + "/" + string_field(j, "output");
   std::string generator = string_field(j, "property", "-");
   if (generator.rfind("accuracy/", 0) == 0) generator = generator.substr(9);
-  const std::string dtype = string_field(j, "accum").empty() ? r.dtype : r.dtype + " (acc " + string_field(j, "accum") + ")";
+  const std::string dtype = string_field(j, "accum").empty() ? r.dtype : r.dtype + "/" + string_field(j, "accum");
   const auto ulp = number_field(j, "max_ulp"), ratio = number_field(j, "max_bound_ratio");
   const std::string verdict = string_field(j, "verdict", "-");
-  const std::string replay = j.contains("worst_case") && j.at("worst_case").is_object()
-                                 ? string_field(j.at("worst_case"), "replay", "-") : "-";
-  return fmt::format("<td>{} #{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>"
+  std::string replay = j.contains("worst_case") && j.at("worst_case").is_object() ? string_field(j.at("worst_case"), "replay") : "";
+  if (replay.empty()) replay = fmt::format("{} record {} (no replay)", r.section, r.index);
+  return fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>"
                      "<td class=\"n\">{}</td><td class=\"c-{}\">{}</td>",
-                     escape(r.section), r.index, escape(op), escape(kernel_label(j)), escape(dtype), escape(generator),
+                     escape(op), escape(kernel_label(j)), escape(dtype), escape(generator),
                      escape(shape_label(j)), ulp ? format_value(*ulp) : "-", ratio ? format_value(*ratio) : "-",
                      verdict_class(j) == VerdictClass::fail ? "fail" : verdict_class(j) == VerdictClass::flagged ? "flagged" : "x",
                      escape(verdict)) +
-         change_cell + "<td><code>" + escape(replay) + "</code></td>";
+         change_cell + "<td><code>" + command_html(replay) + "</code></td>";
 }
 
 /// The diff class of a record, or null.
@@ -90,14 +102,14 @@ const nightly::RecordChange* change_of(const RecordRef& r, const ChangeMap* chan
 
 /// A table of records with their replay commands; with a diff, a change column and the rows colored.
 std::string worst_table(const std::vector<const RecordRef*>& rows, const ChangeMap* changes) {
-  std::string h = fmt::format("<table class=\"worst\"><tr><th>record</th><th>op/output</th><th>kernel</th><th>dtype</th>"
+  std::string h = fmt::format("<table class=\"worst\"><tr><th>op/output</th><th>kernel</th><th>dtype/accum</th>"
                               "<th>generator</th><th>shape</th><th>max ULP</th><th>err/bound</th><th>verdict</th>{}"
                               "<th>replay</th></tr>", changes ? "<th>change</th>" : "");
   for (const RecordRef* r : rows) {
     const nightly::RecordChange* c = change_of(*r, changes);
     std::string change;
     if (changes)
-      change = "<td>" + escape(c ? std::string(nightly::change_name(c->change)) + (c->why.empty() ? "" : ": " + c->why) : "-") + "</td>";
+      change = "<td class=\"w\">" + escape(c && c->change != nightly::Change::unchanged ? std::string(nightly::change_name(c->change)) + (c->why.empty() ? "" : ": " + c->why) : "") + "</td>";
     h += fmt::format("<tr class=\"{}\">{}</tr>", c ? change_css(c->change) : "", row_cells(*r, change));
   }
   return h + "</table>";

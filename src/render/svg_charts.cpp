@@ -127,11 +127,11 @@ std::string ulp_bucket_range(size_t k, size_t bucket_count) {
 
 std::string histogram_svg(const std::vector<int64_t>& counts, size_t shown, size_t bucket_count,
                           const std::string& title) {
-  const Frame f{48, 24, 300, 120};
+  const Frame f{44, 24, 244, 120};
   shown = std::max<size_t>(shown, 1);
   const int64_t peak = std::max<int64_t>(1, counts.empty() ? 1 : *std::max_element(counts.begin(), counts.end()));
   const LogScale s{-0.3, std::max(1.0, std::ceil(std::log10(static_cast<double>(peak)))), f.bottom(), f.top};
-  std::string out = svg_open(360, 184, title) + y_decades(f, s);
+  std::string out = svg_open(296, 184, title) + y_decades(f, s);
   const double w = f.width / static_cast<double>(shown);
   const size_t label_every = std::max<size_t>(1, static_cast<size_t>(std::ceil(26.0 / w)));
   for (size_t k = 0; k < shown; ++k) {
