@@ -28,6 +28,12 @@ inline fs::path render_fixture_report() {
                             tmp.string());
   EXPECT_LE(o.exit_code, 1) << o.err;  // 1: a flag check not caught with so few cases; the report is complete
   fs::rename(tmp, path);              // atomic: parallel test processes see a whole file or none
+  std::error_code ec;
+  fs::remove(tmp.string() + ".failures.jsonl", ec);
+  for (const auto& e : fs::directory_iterator(dir, ec)) {  // reports of older builds
+    const std::string name = e.path().filename().string();
+    if (name.rfind("quick_", 0) == 0 && e.path() != path) fs::remove(e.path(), ec);
+  }
   return path;
 }
 
@@ -37,6 +43,25 @@ inline fs::path save_json(const nlohmann::json& j, const std::string& name) {
   const fs::path p = scratch() / name;
   std::ofstream(p) << j.dump();
   return p;
+}
+
+/// Index of a passing record whose errors, divided by 10 in a base report, make the real report a regression.
+inline size_t regressable_record(const nlohmann::json& report) {
+  const nlohmann::json& records = report.at("records");
+  for (size_t i = 0; i < records.size(); ++i) {
+    const nlohmann::json& r = records[i];
+    if (r.at("verdict") == "pass" && r.at("max_ulp").is_number() && r.at("max_ulp").get<double>() > 2 &&
+        r.at("max_bound_ratio").is_number() && r.at("max_bound_ratio").get<double>() > 0.2)
+      return i;
+  }
+  ADD_FAILURE() << "no record to plant a regression on";
+  return 0;
+}
+
+/// Makes record i of `base` ten times better (max/RMS ULP, err/bound): against it, the real report regressed.
+inline void plant_regression(nlohmann::json& base, size_t i) {
+  nlohmann::json& better = base["records"][i];
+  for (const char* f : {"max_ulp", "rms_ulp", "max_bound_ratio"}) better[f] = better[f].get<double>() / 10;
 }
 
 }  // namespace
