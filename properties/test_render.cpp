@@ -34,7 +34,9 @@ TEST(Render, SelfContainedWithSectionsAndCharts) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   for (const char* forbidden : {"http://", "https://", "src=", "<link", "<script", "url(", "@import", "<img", "<iframe"})
     EXPECT_EQ(html.find(forbidden), std::string::npos) << forbidden;
-  EXPECT_NE(html.find("normcheck: FAILED"), std::string::npos);  // a flag check is not caught with 2 cases
+  const bool passed = load_json(render_fixture_report()).at("run").at("passed").get<bool>();
+  EXPECT_NE(html.find(passed ? "normcheck: PASSED" : "normcheck: FAILED"), std::string::npos);
+  EXPECT_NE(html.find("complete run"), std::string::npos);
   for (const char* section : {"id=\"summary\"", "id=\"histograms\"", "id=\"scatter\"", "id=\"worst\""})
     EXPECT_NE(html.find(section), std::string::npos) << section;
   EXPECT_EQ(html.find("id=\"regressions\""), std::string::npos);
@@ -108,6 +110,8 @@ TEST(Render, UnknownSectionsShardsAndHugePointSets) {
   nlohmann::json r = load_json(render_fixture_report());
   r["run"]["shard"] = {{"index", 1}, {"count", 4}};
   r["run"]["merged_from"] = {"a.json", "b.json"};
+  r["run"]["complete"] = false;
+  r["qr_contraction"] = nullptr;
   r["port_hamiltonian"] = {{"records",
                             {{{"op", "port_hamiltonian"}, {"storage", "f64"}, {"verdict", "pass"}, {"max_ulp", 1.5},
                               {"max_bound_ratio", 0.25}, {"ulp_histogram", {7, 3, 1}}},
@@ -125,6 +129,7 @@ TEST(Render, UnknownSectionsShardsAndHugePointSets) {
                       "<td class=\"n c-fail\">1</td>"),
             std::string::npos);
   EXPECT_NE(html.find("port_hamiltonian \xC2\xB7 f64</text>"), std::string::npos);  // its histogram
+  EXPECT_NE(html.find("INCOMPLETE (interrupted)"), std::string::npos);
   EXPECT_NE(html.find("<th>shard</th>"), std::string::npos);
   EXPECT_NE(html.find("2 shard reports"), std::string::npos);
   EXPECT_NE(html.find("thinned to"), std::string::npos);
@@ -138,6 +143,8 @@ TEST(Render, BadInputIsOneLineAndExit2) {
   nlohmann::json other_seed = load_json(report);
   other_seed["config"]["seed"] = "12345";
   std::ofstream(scratch() / "invalid.json") << "{\"tool\": \"normcheck\", ";
+  const fs::path self = scratch() / "self.json";
+  fs::copy_file(report, self, fs::copy_options::overwrite_existing);
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"render " + (scratch() / "missing.json").string(), "cannot open"},
       {"render " + (scratch() / "invalid.json").string(), "not valid JSON"},
@@ -146,7 +153,8 @@ TEST(Render, BadInputIsOneLineAndExit2) {
       {"render " + report.string() + " --out /nonexistent_dir/x/y.html", "cannot write"},
       {"render " + report.string() + " --diff " + save_json(other_seed, "other_seed.json").string(), "seed differs"},
       {"render " + report.string() + " --diff " + (scratch() / "missing.json").string(), "cannot open"},
-      {"render", "report is required"}};
+      {"render", "report is required"},
+      {"render " + self.string() + " --out " + self.string(), "would overwrite the report"}};
   for (const auto& [args, why] : cases) {
     fs::remove(scratch() / "bad.html");
     const bool has_out = args.find("--out") != std::string::npos;
@@ -158,6 +166,7 @@ TEST(Render, BadInputIsOneLineAndExit2) {
     EXPECT_FALSE(fs::exists(scratch() / "bad.html")) << args;
     EXPECT_FALSE(fs::exists(scratch() / "bad.html.tmp")) << args;
   }
+  EXPECT_EQ(slurp(self), slurp(report));
 }
 
 TEST(RenderCharts, Primitives) {

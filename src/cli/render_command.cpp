@@ -2,6 +2,7 @@
 // 2 bad input; render does not judge).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/commands.hpp"
 #include "nightly/diff.hpp"
@@ -32,6 +33,8 @@ int render_command(const RenderOptions& o) {
     if (!o.diff.empty()) diff = nightly::diff_reports(read_json_file(o.diff), report, nightly::DiffThresholds{}, /*force=*/false);
     const std::string html = render::render_html(report, diff ? &*diff : nullptr, ro);
     const std::string out = o.out.empty() ? default_html_path(o.report) : o.out;
+    if (std::filesystem::exists(out) && std::filesystem::equivalent(out, o.report))
+      throw std::invalid_argument("--out '" + out + "' would overwrite the report");
     render::write_file_atomically(out, html);
     std::printf("wrote %s (%zu bytes)\n", out.c_str(), html.size());
   } catch (const std::exception& e) {
