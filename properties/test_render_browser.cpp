@@ -4,6 +4,8 @@
 // (scripts/setup.sh installs it).
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "properties/render_fixture.hpp"
 
 namespace {

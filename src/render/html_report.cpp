@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
