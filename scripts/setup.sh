@@ -8,6 +8,7 @@ packages=(
   libeigen3-dev librapidcheck-dev nlohmann-json3-dev
   libcli11-dev libfmt-dev libgtest-dev
   libonnx-testdata python3-jsonschema python3-numpy
+  chromium
   libdnnl-dev ocl-icd-opencl-dev libtorch-dev
 )
 missing=()

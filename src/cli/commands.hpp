@@ -94,7 +94,14 @@ struct MergeOptions {
   std::string out;
 };
 
+/// normcheck render: the HTML report of REPORT, optionally against a --diff base.
+struct RenderOptions {
+  std::string report, diff, out;
+  int worst = 20;
+};
+
 int run_command(const RunOptions& o, const std::string& command_line);
+int render_command(const RenderOptions& o);
 int merge_command(const MergeOptions& o, const std::string& command_line);
 int diff_command(const DiffOptions& o);
 int audit_axes_command(const AuditOptions& o);

@@ -166,6 +166,12 @@ int main(int argc, char** argv) {
   CLI::App* merge = app.add_subcommand("merge", "combine the reports of run --shard 0/N .. N-1/N into the unsharded run's report");
   merge->add_option("shards", merge_opts.shards, "shard reports (every shard of one run)")->required();
   merge->add_option("--out", merge_opts.out, "merged report path")->required();
+  normcheck::cli::RenderOptions render_opts;
+  CLI::App* render = app.add_subcommand("render", "write a self-contained HTML report (charts, worst cases, --diff regressions)");
+  render->add_option("report", render_opts.report, "report JSON")->required();
+  render->add_option("--diff", render_opts.diff, "base report: show the regressions against it");
+  render->add_option("--out", render_opts.out, "HTML file (default: REPORT with .json replaced by .html)");
+  render->add_option("--worst", render_opts.worst, "records in the worst-case table (default 20)")->check(CLI::Range(1, 100000));
   normcheck::cli::BoundsOptions bounds_opts;
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
   add_bounds_options(*bounds, bounds_opts);
@@ -191,6 +197,7 @@ int main(int argc, char** argv) {
     if (*diff) return normcheck::cli::diff_command(diff_opts);
     if (*suites) return normcheck::cli::suites_command(suites_json);
     if (*merge) return normcheck::cli::merge_command(merge_opts, joined_args(argc, argv));
+    if (*render) return normcheck::cli::render_command(render_opts);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return normcheck::cli::kExitBadInput;

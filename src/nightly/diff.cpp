@@ -155,4 +155,6 @@ nlohmann::json diff_json(const DiffResult& d, const DiffThresholds& t) {
           {"changes", changes}};
 }
 
+std::string record_identity(const nlohmann::json& record) { return identity(record); }
+
 }  // namespace normcheck::nightly

@@ -1,0 +1,49 @@
+// normcheck render REPORT [--diff BASE] [--out FILE]: one self-contained HTML file (exit 0 written,
+// 2 bad input; render does not judge).
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.hpp"
+#include "nightly/diff.hpp"
+#include "render/html_report.hpp"
+#include "report/report.hpp"
+
+namespace normcheck::cli {
+namespace {
+
+/// REPORT with .json replaced by .html (appended when it does not end in .json).
+std::string default_html_path(const std::string& report) {
+  const std::string ext = ".json";
+  if (report.size() > ext.size() && report.compare(report.size() - ext.size(), ext.size(), ext) == 0)
+    return report.substr(0, report.size() - ext.size()) + ".html";
+  return report + ".html";
+}
+
+}  // namespace
+
+int render_command(const RenderOptions& o) {
+  try {
+    const nlohmann::json report = read_json_file(o.report);
+    render::RenderOptions ro;
+    ro.worst_count = static_cast<size_t>(o.worst);
+    ro.report_name = o.report;
+    ro.base_name = o.diff;
+    std::optional<nightly::DiffResult> diff;
+    if (!o.diff.empty()) diff = nightly::diff_reports(read_json_file(o.diff), report, nightly::DiffThresholds{}, /*force=*/false);
+    const std::string html = render::render_html(report, diff ? &*diff : nullptr, ro);
+    const std::string out = o.out.empty() ? default_html_path(o.report) : o.out;
+    if (std::filesystem::exists(out) && std::filesystem::equivalent(out, o.report))
+      throw std::invalid_argument("--out '" + out + "' would overwrite the report");
+    render::write_file_atomically(out, html);
+    std::printf("wrote %s (%zu bytes)\n", out.c_str(), html.size());
+  } catch (const std::exception& e) {
+    std::string line = e.what();
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    std::fprintf(stderr, "normcheck: error: %s\n", line.c_str());
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
+}  // namespace normcheck::cli

@@ -1,0 +1,183 @@
+#include "render/html_report.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "render/html_sections.hpp"
+#include "render/report_view.hpp"
+#include "render/svg_charts.hpp"
+
+namespace normcheck::render {
+namespace {
+
+const char* const kStyle = R"css(
+body{font-family:"DejaVu Sans",Arial,sans-serif;font-size:13px;margin:16px 24px;color:#222;background:#fff}
+h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:22px 0 6px;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
+th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.verdict{padding:10px 14px;border-radius:6px;margin-bottom:10px}
+.verdict.passed{background:#d4edda;border:2px solid #2e7d32}.verdict.failed{background:#f8d7da;border:2px solid #c62828}
+.incomplete{color:#c62828;font-weight:bold}
+.c-pass{background:#d4edda}.c-fail{background:#f5b7b1;font-weight:bold}.c-flagged{background:#fff3cd}
+.c-not_run{background:#e0e0e0}.c-uncertified{background:#e1d5f0}.c-other{background:#d6e9f8}
+tr.bad td{background:#f8d7da}tr.good td{background:#d4edda}
+.badge{display:inline-block;padding:2px 8px;margin:2px;border-radius:10px;border:1px solid #999}
+.badge.bad{background:#f5b7b1;border-color:#c62828;font-weight:bold}.badge.good{background:#c8e6c9;border-color:#2e7d32}
+code{font-family:"DejaVu Sans Mono",monospace;font-size:12px;user-select:all;white-space:pre-wrap;overflow-wrap:anywhere}
+table.worst{width:100%;font-size:12px}table.worst td{white-space:nowrap}table.worst td.w{white-space:normal;min-width:90px}
+table.worst td:last-child{white-space:normal;min-width:200px}code span{white-space:nowrap}
+.charts{display:flex;flex-wrap:wrap;gap:8px}figure{margin:0;border:1px solid #ddd;padding:4px}
+figure{width:min-content}figcaption{font-size:11px;color:#555}nav a{margin-right:12px}
+svg.chart{background:#fff}.ct{font-size:12px;font-weight:bold}.tl{font-size:9px;fill:#444}.al{font-size:10px;fill:#333}
+.grid{stroke:#e4e4e4;stroke-width:1}.frame{fill:none;stroke:#888}.bar{fill:#4a78b5}.bar.nf{fill:#c62828}
+.ref{stroke:#c62828;stroke-width:1.5;stroke-dasharray:6 3}.reft{font-size:10px;fill:#c62828}
+.pts{fill:none;stroke-width:4;stroke-linecap:round;stroke-opacity:.65}.lg{font-size:10px}
+)css";
+
+/// "PASSED"/"FAILED", completeness, configuration and progress.
+std::string header(const nlohmann::json& report, const RenderOptions& o) {
+  const nlohmann::json& run = report.at("run");
+  const nlohmann::json config = report.contains("config") && report.at("config").is_object() ? report.at("config")
+                                                                                             : nlohmann::json::object();
+  const bool passed = run.contains("passed") && run.at("passed") == true;
+  const bool complete = run.contains("complete") && run.at("complete") == true;
+  std::string h = fmt::format("<div class=\"verdict {}\"><h1>normcheck: {}</h1>{}</div>", passed ? "passed" : "failed",
+                              passed ? "PASSED" : "FAILED",
+                              complete ? "<span>complete run</span>"
+                                       : "<span class=\"incomplete\">INCOMPLETE (interrupted): not every planned case ran</span>");
+  const auto row = [](const std::string& k, const std::string& v) {
+    return fmt::format("<tr><th>{}</th><td>{}</td></tr>", escape(k), v);
+  };
+  h += "<table class=\"meta\">" + row("report", escape(o.report_name)) + row("suite", escape(text_field(config, "suite"))) +
+       row("seed", escape(text_field(config, "seed"))) + row("git revision", escape(text_field(run, "git_revision"))) +
+       row("time", escape(text_field(run, "start_time") + " \u2013 " + text_field(run, "end_time"))) +
+       row("cases done / planned", escape(text_field(run, "cases_done") + " / " + text_field(run, "cases_planned"))) +
+       row("threads", escape(text_field(run, "threads"))) + row("schema", escape(text_field(report, "schema_version")));
+  if (run.contains("shard") && !run.at("shard").is_null()) h += row("shard", escape(text_field(run, "shard")));
+  if (run.contains("merged_from") && run.at("merged_from").is_array())
+    h += row("merged from", escape(fmt::format("{} shard reports", run.at("merged_from").size())));
+  std::string sections;
+  for (const auto& [name, section] : report.items())
+    if (section.is_object() && section.contains("cases_planned"))
+      sections += fmt::format("{}{}: {} / {}{}", sections.empty() ? "" : "; ", name, text_field(section, "cases_done"),
+                              text_field(section, "cases_planned"), section.contains("passed") && section.at("passed") == false ? " (FAILED)" : "");
+  if (!sections.empty()) h += row("section cases done / planned", escape(sections));
+  h += row("command line", "<code>" + escape(text_field(run, "command_line")) + "</code>");
+  return h + "</table>";
+}
+
+/// Pass/fail counts per (section, op, dtype), colored by verdict class.
+std::string summary_section(const std::vector<RecordRef>& records) {
+  std::vector<std::string> order;
+  std::map<std::string, std::array<int64_t, kVerdictClasses>> counts;
+  for (const RecordRef& r : records) {
+    const std::string key = r.section + '\n' + r.op + '\n' + r.dtype;
+    if (!counts.count(key)) order.push_back(key), counts[key].fill(0);
+    ++counts[key][static_cast<size_t>(verdict_class(*r.json))];
+  }
+  static const char* css[] = {"pass", "fail", "flagged", "not_run", "uncertified", "other"};
+  std::string h = "<h2 id=\"summary\">Summary: records per op and dtype</h2><p>flagged: a known-weak kernel caught "
+                  "failing its dtype's contract, as expected. measured: reported, not judged.</p><table><tr>"
+                  "<th>section</th><th>op</th><th>dtype</th>";
+  for (int c = 0; c < kVerdictClasses; ++c) h += fmt::format("<th>{}</th>", verdict_class_name(static_cast<VerdictClass>(c)));
+  h += "</tr>";
+  for (const std::string& key : order) {
+    const size_t a = key.find('\n'), b = key.find('\n', a + 1);
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td>", escape(key.substr(0, a)), escape(key.substr(a + 1, b - a - 1)),
+                     escape(key.substr(b + 1)));
+    for (int c = 0; c < kVerdictClasses; ++c) {
+      const int64_t n = counts[key][static_cast<size_t>(c)];
+      h += n ? fmt::format("<td class=\"n c-{}\">{}</td>", css[c], format_count(n)) : "<td class=\"n\"></td>";
+    }
+    h += "</tr>";
+  }
+  return h + "</table>";
+}
+
+int severity(nightly::Change c) {
+  switch (c) {
+    case nightly::Change::new_failure: return 0;
+    case nightly::Change::regression: return 1;
+    case nightly::Change::fixed: return 2;
+    case nightly::Change::improvement: return 3;
+    case nightly::Change::added: return 4;
+    case nightly::Change::removed: return 5;
+    case nightly::Change::unchanged: return 6;
+  }
+  return 6;
+}
+
+/// The diff against the base report: counts per class and the changed records, worst first.
+std::string diff_section(const nightly::DiffResult& d, const RenderOptions& o) {
+  std::array<int64_t, 7> counts{};
+  std::vector<const nightly::RecordChange*> changed;
+  for (const nightly::RecordChange& c : d.changes) {
+    ++counts[static_cast<size_t>(severity(c.change))];
+    if (c.change != nightly::Change::unchanged) changed.push_back(&c);
+  }
+  std::stable_sort(changed.begin(), changed.end(), [](auto* a, auto* b) { return severity(a->change) < severity(b->change); });
+  std::string h = fmt::format("<h2 id=\"regressions\">Regressions against {}</h2><p>{}</p><p>", escape(o.base_name),
+                              d.regressed() ? "<b class=\"incomplete\">REGRESSED</b>" : "no regression");
+  for (nightly::Change c : {nightly::Change::new_failure, nightly::Change::regression, nightly::Change::fixed,
+                            nightly::Change::improvement, nightly::Change::added, nightly::Change::removed, nightly::Change::unchanged})
+    h += fmt::format("<span class=\"badge {}\">{}: {}</span>", counts[static_cast<size_t>(severity(c))] ? change_css(c) : "",
+                     nightly::change_name(c), format_count(counts[static_cast<size_t>(severity(c))]));
+  h += "</p>";
+  for (const std::string& w : d.warnings) h += "<p>warning: " + escape(w) + "</p>";
+  if (changed.empty()) return h;
+  const size_t shown = std::min<size_t>(changed.size(), 300);
+  h += "<table><tr><th>change</th><th>section</th><th>record</th><th>why</th></tr>";
+  for (size_t i = 0; i < shown; ++i)
+    h += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", change_css(changed[i]->change),
+                     nightly::change_name(changed[i]->change), escape(changed[i]->section), escape(changed[i]->key),
+                     escape(changed[i]->why));
+  h += "</table>";
+  if (shown < changed.size()) h += fmt::format("<p>\u2026 and {} more changes (normcheck diff lists them all)</p>", changed.size() - shown);
+  return h;
+}
+
+}  // namespace
+
+std::string render_html(const nlohmann::json& report, const nightly::DiffResult* diff, const RenderOptions& o) {
+  require_report(report);
+  const std::vector<RecordRef> records = collect_records(report);
+  ChangeMap changes;
+  if (diff)
+    for (const nightly::RecordChange& c : diff->changes) changes[change_key(c.section, c.key)] = &c;
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>normcheck report " +
+                  escape(o.report_name) + "</title><style>" + kStyle + "</style></head><body>\n";
+  h += header(report, o) + "<nav>" + std::string(diff ? "<a href=\"#regressions\">regressions</a>" : "") +
+       "<a href=\"#summary\">summary</a><a href=\"#histograms\">ULP histograms</a><a href=\"#scatter\">error vs n</a>"
+       "<a href=\"#worst\">worst cases</a></nav>\n";
+  if (diff) h += diff_section(*diff, o) + "\n";
+  h += summary_section(records) + "\n";
+  h += histogram_section(records) + "\n";
+  h += scatter_section(records, o.max_points_per_chart) + "\n";
+  h += worst_section(records, diff ? &changes : nullptr, o.worst_count) + "\n";
+  return h + "<p style=\"color:#777\">normcheck render: self-contained, no scripts.</p></body></html>\n";
+}
+
+void write_file_atomically(const std::string& path, const std::string& html) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (f) f << html;
+    if (f) f.close();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw std::runtime_error("cannot write '" + path + "'");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot write '" + path + "' (rename failed)");
+  }
+}
+
+}  // namespace normcheck::render

@@ -1,0 +1,30 @@
+#pragma once
+/// The HTML report (issue 8): one self-contained file (inline CSS and SVG, no scripts, nothing
+/// fetched) with the run's verdict, a pass/fail summary per op x dtype, ULP histograms, error and
+/// err/bound against n, the worst cases with their replay commands and, against a base report,
+/// the regressions. Every string taken from the report is escaped.
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "nightly/diff.hpp"
+
+namespace normcheck::render {
+
+struct RenderOptions {
+  size_t worst_count = 20;              ///< records with the largest max err/bound in the worst-case table
+  size_t max_points_per_chart = 2000;   ///< scatter points per chart before deterministic thinning
+  std::string report_name;              ///< shown in the title (the report's path)
+  std::string base_name;                ///< the --diff base report's path
+};
+
+/// Renders the document. `diff` (may be null) is nightly::diff_reports(base, report, ...).
+/// Throws std::invalid_argument when `report` is not a normcheck report.
+std::string render_html(const nlohmann::json& report, const nightly::DiffResult* diff, const RenderOptions& o);
+
+/// Writes `html` to `path` through a temporary file and rename; on failure removes the temporary
+/// file and throws std::runtime_error (no partial file is left).
+void write_file_atomically(const std::string& path, const std::string& html);
+
+}  // namespace normcheck::render

@@ -1,0 +1,29 @@
+#pragma once
+/// The chart and table sections of the HTML report (internal to src/render).
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nightly/diff.hpp"
+#include "render/report_view.hpp"
+
+namespace normcheck::render {
+
+/// A record's diff class by section and identity (nightly::record_identity).
+using ChangeMap = std::map<std::string, const nightly::RecordChange*>;
+std::string change_key(const std::string& section, const std::string& identity);
+
+/// CSS class of a diff class: "bad" (new failure, regression), "good" (fixed, improvement) or "neutral".
+const char* change_css(nightly::Change c);
+
+/// ULP histograms per op x dtype, summed over the records (records without histograms skipped).
+std::string histogram_section(const std::vector<RecordRef>& records);
+
+/// Max ULP and max err/bound against n per dtype, one series per op, from the records' points.
+std::string scatter_section(const std::vector<RecordRef>& records, size_t max_points_per_chart);
+
+/// The `count` records with the largest max err/bound, every failing must-pass record and every
+/// regressed record, with kernel, dtype, generator, shape, errors and the replay command.
+std::string worst_section(const std::vector<RecordRef>& records, const ChangeMap* changes, size_t count);
+
+}  // namespace normcheck::render
