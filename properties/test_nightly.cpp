@@ -2,6 +2,8 @@
 // and a nightly run against a baseline catching a regression planted in a kernel.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "properties/cli_harness.hpp"
@@ -130,6 +132,37 @@ TEST(Nightly, CatchesARegressionPlantedInAKernelAndKeepsEverythingInADatedFolder
   EXPECT_GE(diff["counts"]["new_failure"].get<int>() + diff["counts"]["regression"].get<int>(), 1) << diff.dump();
   EXPECT_NE(slurp(dated / "diff.txt").find("numpy_ln"), std::string::npos);
   EXPECT_NE(slurp(dated / "diff.txt").find("large_mean"), std::string::npos);
+}
+
+TEST(Interruption, CtrlCWritesAValidIncompleteReportThatKeepsEveryFailureFoundSoFar) {
+  const fs::path report = scratch() / "ctrl_c.json", journal = scratch() / "ctrl_c.json.failures.jsonl";
+  // A known-weak kernel on the input that breaks it: nearly every case fails; SIGINT after 4 s.
+  const std::string cmd = "timeout --preserve-status -s INT 4 " + std::string(NORMCHECK_BINARY) +
+                          " run --quiet --ops layernorm_forward --kernels one_pass --dtypes f32 --generators large_mean "
+                          "--cases 100000 --max-elements 4096 --threads 2 --out " + report.string() + " >/dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 1);  // a report was written and says FAILED, not a crash
+  ASSERT_TRUE(fs::exists(report));
+  const auto j = load(report);
+  EXPECT_FALSE(j["run"]["complete"].get<bool>());
+  EXPECT_FALSE(j["run"]["passed"].get<bool>());
+  const int64_t done = j["run"]["cases_done"].get<int64_t>();
+  EXPECT_GT(done, 0);
+  EXPECT_LT(done, j["run"]["cases_planned"].get<int64_t>());
+  int64_t failed = 0, cases = 0;
+  for (const auto& r : j["records"]) failed += r["failed_cases"].get<int64_t>(), cases = std::max(cases, r["cases"].get<int64_t>());
+  EXPECT_EQ(cases, done);  // every finished case reached the records
+  EXPECT_GT(failed, 0);
+  // Every failing judgement is in the journal, with its inputs.
+  ASSERT_TRUE(fs::exists(journal));
+  const std::string lines = slurp(journal);
+  EXPECT_GE(std::count(lines.begin(), lines.end(), '\n'), failed);
+  EXPECT_NE(lines.find("\"case_seed\""), std::string::npos);
+  EXPECT_NE(lines.find("\"x\":["), std::string::npos);
+  const std::string schema = std::string(NORMCHECK_SOURCE_DIR) + "/reports/schema/report.v1.schema.json";
+  if (std::system("/usr/bin/python3 -c 'import jsonschema' 2>/dev/null") != 0) GTEST_SKIP() << "python3-jsonschema absent";
+  EXPECT_EQ(std::system(("/usr/bin/python3 -c \"import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
+                         "json.load(open(sys.argv[2])))\" " + report.string() + " " + schema).c_str()), 0);
 }
 
 }  // namespace
