@@ -53,6 +53,9 @@ bool grew(double base, double now, double factor, double floor) { return now > b
 
 RecordChange classify(const std::string& section, const std::string& key, const nlohmann::json& b, const nlohmann::json& n,
                       const DiffThresholds& t) {
+  const bool ran_before = b.value("verdict", "") != "not_run", ran_now = n.value("verdict", "") != "not_run";
+  if (ran_before && !ran_now) return {section, key, Change::removed, "not run in the new report (interrupted or deselected)"};
+  if (!ran_before && ran_now) return {section, key, Change::added, "not run in the base report"};
   if (!failing(b) && failing(n)) return {section, key, Change::new_failure, fmt::format("verdict {} -> {}", b.value("verdict", ""), n.value("verdict", ""))};
   if (failing(b) && !failing(n)) return {section, key, Change::fixed, fmt::format("verdict {} -> {}", b.value("verdict", ""), n.value("verdict", ""))};
   const double bu = number(b, "max_ulp"), nu = number(n, "max_ulp"), br = number(b, "rms_ulp"), nr = number(n, "rms_ulp");
