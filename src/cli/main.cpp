@@ -161,6 +161,17 @@ int main(int argc, char** argv) {
   normcheck::cli::BoundsOptions bounds_opts;
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
   add_bounds_options(*bounds, bounds_opts);
+  normcheck::cli::BudgetOptions budget_opts;
+  CLI::App* budget = app.add_subcommand("norm-budget", "port-Hamiltonian stream: floating-point budget check and growth table");
+  budget->add_option("--out", budget_opts.out, "JSON report (default reports/norm_budget.json)");
+  budget->add_option("--dtypes", budget_opts.dtypes, "storage dtypes (default all)")->delimiter(',');
+  budget->add_option("--width", budget_opts.width, "growth-table width (default 32, in [2, 256])");
+  budget->add_option("--depths", budget_opts.depths, "growth-table depths (default 24,48,120,240,300, each in [1, 300])")->delimiter(',');
+  budget->add_option("--h", budget_opts.h, "port-Hamiltonian step size (default 0.25)");
+  budget->add_option("--gain", budget_opts.gain, "residual branch gain: W2 ~ N(0, gain^2/n) (default 1)");
+  budget->add_option("--cases", budget_opts.cases, "random budget cases per dtype (default 2)");
+  budget->add_option("--threads", budget_opts.threads, "worker threads");
+  budget->add_option("--seed", budget_opts.seed, "seed");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -181,6 +192,7 @@ int main(int argc, char** argv) {
     if (*example) return normcheck::cli::example_block_command(example_opts);
     if (*audit) return normcheck::cli::audit_axes_command(audit_opts);
     if (*diff) return normcheck::cli::diff_command(diff_opts);
+    if (*budget) return normcheck::cli::norm_budget_command(budget_opts, joined_args(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return normcheck::cli::kExitBadInput;
