@@ -37,6 +37,7 @@ constexpr const char* kBlockOp = "linear_rmsnorm";
 constexpr const char* kContractionOp = "qr_contraction";
 constexpr const char* kAuditOp = "axis_audit";
 constexpr const char* kGroupedOp = "grouped_norm";
+constexpr const char* kBudgetOp = "port_hamiltonian";
 
 bool is_block_variant(const std::string& v) {
   const auto& t = builtin_block_kernels();
@@ -79,6 +80,7 @@ struct RunPlan {
   std::optional<ContractionSuiteConfig> contraction;
   bool axis_audit = false;
   std::optional<GroupedSuiteConfig> grouped;
+  std::optional<BudgetSuiteConfig> budget;  ///< the port-Hamiltonian stream (issue 9)
 };
 
 RunConfig build_ops_config(const RunOptions& o, RunConfig cfg, const std::vector<std::string>& ops) {
@@ -173,7 +175,7 @@ RunPlan build_plan(const RunOptions& o) {
   if (!o.plugins.empty() || !o.exec.empty()) return plugin_plan(o, *base);
   check_variants(o.variants);
   const std::vector<std::string> ops =
-      only(o.ops, [](const std::string& op) { return op != kBlockOp && op != kContractionOp && op != kAuditOp && op != kGroupedOp; });
+      only(o.ops, [](const std::string& op) { return op != kBlockOp && op != kContractionOp && op != kAuditOp && op != kGroupedOp && op != kBudgetOp; });
   const bool block_op_named = std::find(o.ops.begin(), o.ops.end(), kBlockOp) != o.ops.end();
   const bool contraction_named = std::find(o.ops.begin(), o.ops.end(), kContractionOp) != o.ops.end();
   RunPlan plan;
@@ -195,7 +197,14 @@ RunPlan build_plan(const RunOptions& o) {
     g.threads = o.threads;
     plan.grouped = g;
   }
-  if (!plan.ops && !plan.block && !plan.contraction && !plan.axis_audit && !plan.grouped)
+  if ((o.ops.empty() && o.variants.empty()) || std::find(o.ops.begin(), o.ops.end(), kBudgetOp) != o.ops.end()) {
+    BudgetSuiteConfig b = *suite_budget_config(o.suite);
+    b.dtypes = cfg.dtypes;
+    if (o.seed) b.seed = *o.seed;
+    b.threads = o.threads;
+    plan.budget = b;
+  }
+  if (!plan.ops && !plan.block && !plan.contraction && !plan.axis_audit && !plan.grouped && !plan.budget)
     throw UsageError("the selection contains no kernel");
   return plan;
 }
@@ -256,6 +265,8 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   }
   std::optional<GroupedSuiteResult> grouped;
   if (plan.grouped && !stop_requested()) grouped = run_grouped_suite(*plan.grouped);
+  std::optional<BudgetSuiteResult> budget;
+  if (plan.budget && !stop_requested()) budget = run_budget_suite(*plan.budget);
   std::optional<std::vector<audit::AuditRecord>> audits;
   if (plan.axis_audit && !stop_requested()) audits = audit::standard_audits(o.seed.value_or(cfg.seed));
   meta.end_time = utc_now();
@@ -274,12 +285,15 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   }
   report["grouped_norm"] = grouped ? grouped_suite_json(*plan.grouped, *grouped) : nlohmann::json();
   const bool grouped_ok = !plan.grouped || (grouped && grouped_suite_passed(*grouped));
-  const bool passed = run_passed(result) && block_ok && contraction_ok && audit_ok && grouped_ok;
+  report["port_hamiltonian"] = budget ? budget_suite_json(*plan.budget, *budget) : nlohmann::json();
+  const bool budget_ok = !plan.budget || (budget && budget_suite_passed(*budget));
+  const bool passed = run_passed(result) && block_ok && contraction_ok && audit_ok && grouped_ok && budget_ok;
   report["run"]["passed"] = passed;
   report["run"]["complete"] = !result.interrupted && (!plan.block || (block && !block->interrupted)) &&
                               (!plan.contraction || (contraction && !contraction->interrupted)) &&
                               (!plan.axis_audit || audits.has_value()) &&
-                              (!plan.grouped || (grouped && !grouped->interrupted));
+                              (!plan.grouped || (grouped && !grouped->interrupted)) &&
+                              (!plan.budget || (budget && !budget->interrupted));
   write_json_atomically(o.out, report);
   if (!o.quiet && plan.ops) print_summary(result);
   if (!o.quiet && block) print_block_summary(*block);
@@ -290,9 +304,10 @@ int run_command(const RunOptions& o, const std::string& command_line) {
     return cfg ? static_cast<int64_t>(cfg->dtypes.size() * cfg->generators.size()) * cfg->cases_per_generator : 0;
   };
   const int64_t done = result.cases_done + (block ? block->cases_done : 0) + (contraction ? contraction->cases_done : 0) +
-                       (grouped ? grouped->cases_done : 0);
+                       (grouped ? grouped->cases_done : 0) + (budget ? budget->cases_done : 0);
   const int64_t planned = result.cases_planned + planned_of(plan.block) + planned_of(plan.contraction) +
-                          (plan.grouped ? static_cast<int64_t>(plan.grouped->dtypes.size()) * 9 * plan.grouped->cases_per_layout : 0);
+                          (plan.grouped ? static_cast<int64_t>(plan.grouped->dtypes.size()) * 9 * plan.grouped->cases_per_layout : 0) +
+                          (plan.budget ? static_cast<int64_t>(plan.budget->dtypes.size()) * plan.budget->cases : 0);
   std::printf("report: %s (%s, %lld/%lld cases)%s\n", o.out.c_str(), passed ? "PASSED" : "FAILED",
               static_cast<long long>(done), static_cast<long long>(planned), done < planned ? " INCOMPLETE: interrupted" : "");
   if (!std::filesystem::exists(journal) || passed) std::filesystem::remove(journal);
