@@ -87,6 +87,7 @@ double radius_l2(const std::vector<I>& x) {
 template <class I>
 std::vector<I> cayley_image(const PhStep& p, double h, const Eigen::PartialPivLU<Eigen::MatrixXd>& lu,
                             const std::vector<I>& x, double& residual) {
+  const int bits = static_cast<int>(mpfi_get_prec(I(0).backend().data()));
   const int64_t n = p.n;
   const std::vector<I> rhs = ph::cayley_rhs(p.S, n, h, x);
   Eigen::VectorXd b(n);
@@ -97,7 +98,7 @@ std::vector<I> cayley_image(const PhStep& p, double h, const Eigen::PartialPivLU
   std::vector<I> r;
   for (int it = 0;; ++it) {
     r = ph::cayley_residual(p.S, n, h, rhs, z);
-    if (it == 4) break;
+    if (it == 4 || norm_enclosure(r).second <= std::ldexp(norm_enclosure(z).second, 20 - bits)) break;
     for (int64_t i = 0; i < n; ++i) b[i] = mid_double(r[i]);
     if (b.norm() == 0) break;
     const Eigen::VectorXd d = lu.solve(b);
@@ -143,7 +144,8 @@ CertifiedPhStream stream(const PhCase& c, int bits) {
     out.norm_hi.push_back(up(nx.second + rho));
     out.budget_lo.push_back(mag_up(budget, true));
     out.budget_hi.push_back(mag_up(budget));
-    if (out.norm_hi.back() > out.budget_lo.back()) out.budget_holds = false;
+    // t = 0 is the equality ||x_0|| = B_0; from t = 1 on the inequality is strict (lambda < 1).
+    if (out.norm_hi.size() > 1 && out.norm_hi.back() > out.budget_lo.back()) out.budget_holds = false;
     if (nx.first > 0) out.max_radius_rel = std::max(out.max_radius_rel, rho / nx.first);
   };
   record_norm();
