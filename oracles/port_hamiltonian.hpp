@@ -1,7 +1,8 @@
 #pragma once
 /// Textbook formulas of the port-Hamiltonian stream (issue 9), templated on Real (an interval or
 /// point multiprecision type), written from the definitions, sharing no code with the kernels:
-///   C = (I - (h/2) S)^(-1) (I + (h/2) S)          Cayley transform of the skew-symmetric S
+///   C = (I - (h/2) S)^(-1) (I + (h/2) S)          Cayley transform of the skew-symmetric S (applied by
+///                                                 the certified solve in port_hamiltonian_certify_impl.hpp)
 ///   Lambda = H diag(tanh theta) H, H = I - 2 v v^T / (v^T v)   symmetric, spectrum tanh(theta_i)
 ///   x_{t+1} = Lambda C x_t + h B u
 /// and the residual-stream controls of the growth table (x + f(x), x + f(LN(x)), LN(x + f(x))).
@@ -10,7 +11,7 @@
 
 namespace normcheck::oracle::ph {
 
-/// S x for the n x n row-major S.
+/// A x for the rows x cols row-major A (exact doubles).
 template <class Real>
 std::vector<Real> mat_vec(const std::vector<double>& A, int64_t rows, int64_t cols, const std::vector<Real>& x) {
   std::vector<Real> y(static_cast<size_t>(rows), Real(0));
@@ -21,25 +22,6 @@ std::vector<Real> mat_vec(const std::vector<double>& A, int64_t rows, int64_t co
     y[i] = s;
   }
   return y;
-}
-
-/// (I + (h/2) S) x: the right-hand side of the Cayley solve.
-template <class Real>
-std::vector<Real> cayley_rhs(const std::vector<double>& S, int64_t n, double h, const std::vector<Real>& x) {
-  const Real half_h = Real(h) / Real(2);
-  std::vector<Real> y = mat_vec(S, n, n, x);
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] + half_h * y[i];
-  return y;
-}
-
-/// rhs - (I - (h/2) S) z: the residual of an approximate Cayley image z.
-template <class Real>
-std::vector<Real> cayley_residual(const std::vector<double>& S, int64_t n, double h, const std::vector<Real>& rhs,
-                                  const std::vector<Real>& z) {
-  const Real half_h = Real(h) / Real(2);
-  std::vector<Real> sz = mat_vec(S, n, n, z);
-  for (int64_t i = 0; i < n; ++i) sz[i] = rhs[i] - (z[i] - half_h * sz[i]);
-  return sz;
 }
 
 /// Lambda z = H D H z with D = diag(tanh theta).

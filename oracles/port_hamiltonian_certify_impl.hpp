@@ -83,13 +83,37 @@ double radius_l2(const std::vector<I>& x) {
   return mag_up(I(sqrt(s)));
 }
 
+/// (h/2) S as intervals, converted once per step (the residuals reuse it).
+template <class I>
+std::vector<I> half_h_s(const PhStep& p, double h) {
+  const I hh = I(h) / I(2);
+  std::vector<I> out;
+  out.reserve(p.S.size());
+  for (double v : p.S) out.push_back(hh * I(v));
+  return out;
+}
+
+/// y = x + sign (h/2) S x with the precomputed (h/2) S.
+template <class I>
+std::vector<I> shifted(const std::vector<I>& hs, const std::vector<I>& x, int sign) {
+  const size_t n = x.size();
+  std::vector<I> y(n);
+  for (size_t i = 0; i < n; ++i) {
+    I s(0);
+    for (size_t j = 0; j < n; ++j)
+      if (i != j) s += hs[i * n + j] * x[j];
+    y[i] = sign > 0 ? I(x[i] + s) : I(x[i] - s);
+  }
+  return y;
+}
+
 /// Approximate C x (thin, refined) and the certified bound of its distance to the exact C x.
 template <class I>
-std::vector<I> cayley_image(const PhStep& p, double h, const Eigen::PartialPivLU<Eigen::MatrixXd>& lu,
+std::vector<I> cayley_image(const PhStep& p, const std::vector<I>& hs, const Eigen::PartialPivLU<Eigen::MatrixXd>& lu,
                             const std::vector<I>& x, double& residual) {
   const int bits = static_cast<int>(mpfi_get_prec(I(0).backend().data()));
   const int64_t n = p.n;
-  const std::vector<I> rhs = ph::cayley_rhs(p.S, n, h, x);
+  const std::vector<I> rhs = shifted(hs, x, +1);  // (I + (h/2) S) x
   Eigen::VectorXd b(n);
   for (int64_t i = 0; i < n; ++i) b[i] = mid_double(rhs[i]);
   Eigen::VectorXd z0 = lu.solve(b);
@@ -97,7 +121,8 @@ std::vector<I> cayley_image(const PhStep& p, double h, const Eigen::PartialPivLU
   for (int64_t i = 0; i < n; ++i) z[i] = I(z0[i]);
   std::vector<I> r;
   for (int it = 0;; ++it) {
-    r = ph::cayley_residual(p.S, n, h, rhs, z);
+    r = shifted(hs, z, -1);  // (I - (h/2) S) z; the residual is rhs minus it
+    for (int64_t i = 0; i < n; ++i) r[i] = rhs[i] - r[i];
     if (it == 4 || norm_enclosure(r).second <= std::ldexp(norm_enclosure(z).second, 20 - bits)) break;
     for (int64_t i = 0; i < n; ++i) b[i] = mid_double(r[i]);
     if (b.norm() == 0) break;
@@ -152,7 +177,7 @@ CertifiedPhStream stream(const PhCase& c, int bits) {
   for (int64_t t = 0; t < c.depth; ++t) {
     const PhStep p = ph_step_params(c, t);
     double res = 0;
-    const std::vector<I> z = cayley_image(p, c.h, cayley_lu_double(p, c.h), x, res);
+    const std::vector<I> z = cayley_image(p, half_h_s<I>(p, c.h), cayley_lu_double(p, c.h), x, res);
     out.max_residual = std::max(out.max_residual, res);
     const double lam = lambda_upper<I>(p.theta);
     out.lambda_max = std::max(out.lambda_max, lam);
@@ -187,13 +212,14 @@ CertifiedMatrix cayley_matrix(const PhStep& p, double h, DType dt, int bits) {
   out.precision_bits = bits;
   const int64_t n = p.n;
   const auto lu = cayley_lu_double(p, h);
+  const std::vector<I> hs = half_h_s<I>(p, h);
   std::vector<std::vector<I>> cols;
   std::vector<double> rad;
   for (int64_t j = 0; j < n; ++j) {
     std::vector<I> e(static_cast<size_t>(n), I(0));
     e[j] = I(1);
     double r = 0;
-    cols.push_back(cayley_image(p, h, lu, e, r));
+    cols.push_back(cayley_image(p, hs, lu, e, r));
     rad.push_back(r);
   }
   const FloatFormat& fmt = *dtype_info(dt).format;
