@@ -134,9 +134,10 @@ TEST(PhPlanted, HardTanhDissipationIsCaughtInEveryDtype) {
 }
 
 TEST(PhBounds, GramDefectIsExactOnOrthogonalAndDetectsPerturbation) {
-  const std::vector<double> rot = {0.6, -0.8, 0.8, 0.6};  // exactly orthogonal? 0.6, 0.8 are not doubles: defect tiny
+  // 0.6 and 0.8 are not doubles: the rotation is orthogonal up to about 1e-16.
+  const std::vector<double> rot = {0.6, -0.8, 0.8, 0.6};
   EXPECT_LT(certified_gram_defect(rot, 2), 1e-15);
-  const std::vector<double> bad = {1.0, 0.0, 0.0, 1.0 + 1e-6};
+  const std::vector<double> bad = {1.0, 0.0, 0.0, 1.0 + 1e-6};  // C^T C - I = diag(0, 2e-6 + 1e-12)
   EXPECT_GT(certified_gram_defect(bad, 2), 2e-6);
   EXPECT_LT(certified_gram_defect(bad, 2), 2.1e-6);
 }
