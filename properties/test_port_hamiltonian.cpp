@@ -133,6 +133,21 @@ TEST(PhPlanted, HardTanhDissipationIsCaughtInEveryDtype) {
   }
 }
 
+TEST(PhPlanted, ResidualConnectionLeftInTheStepBreaksTheBudgetInEveryDtype) {
+  for (DType dt : kDtypes) {
+    BudgetCaseOptions o;
+    o.step = "ph_step_residual_leak";
+    o.explicit_inverse = false;
+    const BudgetCaseResult r = run_budget_case(make_ph_case(dt, 16, 24, 0.25, 8), o);
+    const BudgetCheck* budget = find_check(r, "stream", "fp_budget");
+    const BudgetCheck* fwd = find_check(r, "stream", "forward_error");
+    ASSERT_TRUE(budget && fwd);
+    EXPECT_TRUE(budget->failed) << dtype_info(dt).name << " max ||x^_t|| / B^_t " << budget->max_ratio;
+    EXPECT_TRUE(fwd->failed) << dtype_info(dt).name;
+    EXPECT_FALSE(find_check(r, "oracle", "exact_budget")->failed);  // the oracle is not fooled
+  }
+}
+
 TEST(PhBounds, GramDefectIsExactOnOrthogonalAndDetectsPerturbation) {
   // 0.6 and 0.8 are not doubles: the rotation is orthogonal up to about 1e-16.
   const std::vector<double> rot = {0.6, -0.8, 0.8, 0.6};

@@ -88,6 +88,9 @@ const std::vector<BudgetToleranceEntry>& budget_tolerance_table() {
      "(PH-STREAM-FORWARD, section 14.5)"},
     {"stream", "fp_budget", 1.0, Expectation::must_pass,
      "||x^_t|| <= B^_t, B^_{t+1} = a_t B^_t + b_t: the floating-point port budget (PH-BUDGET-FP, section 14.4)"},
+    {"ph_step_residual_leak", "fp_budget", 1.0, Expectation::report_only,
+     "planted defect x + Lambda C x + h B u (residual connection left in): its stream is judged by the "
+     "'stream' rows PH-BUDGET-FP and PH-STREAM-FORWARD of ph_step so that the harness flags it (section 14.6)"},
     {"oracle", "exact_budget", 1.0, Expectation::must_pass,
      "certified ||x_t|| <= ||x_0|| + sum_s h ||B_s u_s|| (the theorem, section 14.1)"},
     {"stream", "slack", 0.01, Expectation::report_only,

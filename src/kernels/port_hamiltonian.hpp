@@ -6,6 +6,7 @@
 ///   dissipation             Lambda = H diag(tanh theta) H, formed entrywise, exactly symmetric
 ///   dissipation_hardtanh    planted defect: diag(clamp(theta, -1, 1)), spectrum reaches +-1
 ///   ph_step                 x' = Lambda (C x) + h (B u), every stage stored
+///   ph_step_residual_leak   planted defect: x' = x + Lambda (C x) + h (B u), the residual connection left in
 /// Arithmetic in Accum; each output goes through the explicit num::convert<Storage> store step.
 #include <cmath>
 #include <cstdint>
@@ -228,6 +229,16 @@ void ph_step(const Storage* C, const Storage* L, const Storage* B, const Storage
     const Storage p = num::convert<Storage>(ha * s);
     out[i] = num::convert<Storage>(num::convert<Accum>(w[i]) + num::convert<Accum>(p));
   }
+}
+
+/// Planted defect: the residual connection left in, x' = st(x + Lambda (C x) + h (B u)): norm enters
+/// through the trunk, not only through the ports (the floating-point budget must catch it).
+template <class Storage, class Accum = default_accum_t<Storage>>
+void ph_step_residual_leak(const Storage* C, const Storage* L, const Storage* B, const Storage* u, int64_t n, int64_t m,
+                           Storage h, const Storage* x, Storage* out) {
+  std::vector<Storage> y(static_cast<size_t>(n));
+  ph_step<Storage, Accum>(C, L, B, u, n, m, h, x, y.data());
+  for (int64_t i = 0; i < n; ++i) out[i] = num::convert<Storage>(num::convert<Accum>(x[i]) + num::convert<Accum>(y[i]));
 }
 
 }  // namespace normcheck::kernels

@@ -129,7 +129,9 @@ BudgetCaseResult run_typed(const PhCase& c, const BudgetCaseOptions& o) {
     fpb = step_bound(u, budget_sn, fpb).next;
     std::vector<S> next(x.size());
     const std::vector<S> Ls = L, Cs = to_storage<S>(Cd), Bs = to_storage<S>(p.B), us = to_storage<S>(p.u);
-    kernels::ph_step<S>(Cs.data(), Ls.data(), Bs.data(), us.data(), p.n, p.m, h, x.data(), next.data());
+    if (o.step == "ph_step_residual_leak")
+      kernels::ph_step_residual_leak<S>(Cs.data(), Ls.data(), Bs.data(), us.data(), p.n, p.m, h, x.data(), next.data());
+    else kernels::ph_step<S>(Cs.data(), Ls.data(), Bs.data(), us.data(), p.n, p.m, h, x.data(), next.data());
     x = std::move(next);
     const auto nx = norm2(to_double(x));
     r.kernel_norms.push_back(nx.first);

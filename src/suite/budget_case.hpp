@@ -26,6 +26,7 @@ struct BudgetCheck {
 struct BudgetCaseOptions {
   std::string cayley = "cayley_solve";      ///< the stream's Cayley kernel (or the planted cayley_half_step)
   std::string dissipation = "dissipation";  ///< the stream's dissipation kernel (or dissipation_hardtanh)
+  std::string step = "ph_step";             ///< the stream's step kernel (or the planted ph_step_residual_leak)
   bool explicit_inverse = true;             ///< also measure cayley_explicit_inverse at every step
   int64_t judge_max_n = 48;                 ///< judge C^ and Lambda^ entrywise (first and last step) up to this width
 };
