@@ -99,6 +99,17 @@ struct RenderOptions {
   std::string report, diff, out;
   int worst = 20;
 };
+/// normcheck norm-budget (issue 9): the port-Hamiltonian budget check and growth table.
+struct BudgetOptions {
+  std::string out = "reports/norm_budget.json";
+  std::vector<std::string> dtypes;
+  int64_t width = 32;
+  std::vector<int64_t> depths = {24, 48, 120, 240, 300};
+  double h = 0.25, gain = 1.0;
+  int cases = 2, threads = 1;
+  uint64_t seed = 20261130;
+};
+int norm_budget_command(const BudgetOptions& o, const std::string& command_line);
 
 int run_command(const RunOptions& o, const std::string& command_line);
 int render_command(const RenderOptions& o);

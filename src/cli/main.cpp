@@ -12,7 +12,7 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
   run.add_option("--suite", o.suite, "named suite (default, quick)");
   run.add_option("--ops", o.ops,
                  "ops: layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward, linear_rmsnorm "
-                 "(the Linear o RMSNorm block suite), qr_contraction (the QR-contraction suite), grouped_norm (batch, group, instance norm), axis_audit")
+                 "(the Linear o RMSNorm block suite), qr_contraction (the QR-contraction suite), grouped_norm (batch, group, instance norm), axis_audit, port_hamiltonian (the port budget, issue 9)")
       ->delimiter(',');
   run.add_option("--kernels", o.variants, "kernel variants (see normcheck list), block variants included")
       ->delimiter(',');
@@ -175,6 +175,17 @@ int main(int argc, char** argv) {
   normcheck::cli::BoundsOptions bounds_opts;
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
   add_bounds_options(*bounds, bounds_opts);
+  normcheck::cli::BudgetOptions budget_opts;
+  CLI::App* budget = app.add_subcommand("norm-budget", "port-Hamiltonian stream: floating-point budget check and growth table");
+  budget->add_option("--out", budget_opts.out, "JSON report (default reports/norm_budget.json)");
+  budget->add_option("--dtypes", budget_opts.dtypes, "storage dtypes (default all)")->delimiter(',');
+  budget->add_option("--width", budget_opts.width, "growth-table width (default 32, in [2, 256])");
+  budget->add_option("--depths", budget_opts.depths, "growth-table depths (default 24,48,120,240,300, each in [1, 300])")->delimiter(',');
+  budget->add_option("--h", budget_opts.h, "port-Hamiltonian step size (default 0.25)");
+  budget->add_option("--gain", budget_opts.gain, "residual branch gain: W2 ~ N(0, gain^2/n) (default 1)");
+  budget->add_option("--cases", budget_opts.cases, "random budget cases per dtype (default 2)");
+  budget->add_option("--threads", budget_opts.threads, "worker threads");
+  budget->add_option("--seed", budget_opts.seed, "seed");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -198,6 +209,7 @@ int main(int argc, char** argv) {
     if (*suites) return normcheck::cli::suites_command(suites_json);
     if (*merge) return normcheck::cli::merge_command(merge_opts, joined_args(argc, argv));
     if (*render) return normcheck::cli::render_command(render_opts);
+    if (*budget) return normcheck::cli::norm_budget_command(budget_opts, joined_args(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return normcheck::cli::kExitBadInput;

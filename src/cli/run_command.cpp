@@ -38,6 +38,7 @@ constexpr const char* kBlockOp = "linear_rmsnorm";
 constexpr const char* kContractionOp = "qr_contraction";
 constexpr const char* kAuditOp = "axis_audit";
 constexpr const char* kGroupedOp = "grouped_norm";
+constexpr const char* kBudgetOp = "port_hamiltonian";
 
 bool is_block_variant(const std::string& v) {
   const auto& t = builtin_block_kernels();
@@ -81,6 +82,7 @@ struct RunPlan {
   bool axis_audit = false;
   std::optional<GroupedSuiteConfig> grouped;
   ShardSpec audit_shard;  ///< the axis audits are one unit
+  std::optional<BudgetSuiteConfig> budget;  ///< the port-Hamiltonian stream (issue 9)
 };
 
 /// Parses "i/N" (0 <= i < N <= 100000).
@@ -102,7 +104,7 @@ ShardSpec parse_shard(const std::string& text) {
 }
 
 /// Numbers the units of every section one after the other (per-op: dtype x generator; block,
-/// contraction, grouped: dtype; the axis audits: one) and gives each section its slice.
+/// contraction, grouped, port-Hamiltonian: dtype; the axis audits: one) and gives each section its slice.
 void assign_shards(RunPlan& plan, ShardSpec s) {
   int64_t unit = 0;
   const auto next = [&](int64_t units) {
@@ -115,6 +117,7 @@ void assign_shards(RunPlan& plan, ShardSpec s) {
   if (plan.block) plan.block->shard = next(static_cast<int64_t>(plan.block->dtypes.size()));
   if (plan.contraction) plan.contraction->shard = next(static_cast<int64_t>(plan.contraction->dtypes.size()));
   if (plan.grouped) plan.grouped->shard = next(static_cast<int64_t>(plan.grouped->dtypes.size()));
+  if (plan.budget) plan.budget->shard = next(static_cast<int64_t>(plan.budget->dtypes.size()));
   plan.audit_shard = next(1);
 }
 
@@ -220,7 +223,7 @@ RunPlan build_plan(const RunOptions& o) {
   if (!o.plugins.empty() || !o.exec.empty()) return plugin_plan(o, *base);
   check_variants(o.variants);
   const std::vector<std::string> ops =
-      only(o.ops, [](const std::string& op) { return op != kBlockOp && op != kContractionOp && op != kAuditOp && op != kGroupedOp; });
+      only(o.ops, [](const std::string& op) { return op != kBlockOp && op != kContractionOp && op != kAuditOp && op != kGroupedOp && op != kBudgetOp; });
   const bool block_op_named = std::find(o.ops.begin(), o.ops.end(), kBlockOp) != o.ops.end();
   const bool contraction_named = std::find(o.ops.begin(), o.ops.end(), kContractionOp) != o.ops.end();
   RunPlan plan;
@@ -242,7 +245,14 @@ RunPlan build_plan(const RunOptions& o) {
     g.threads = o.threads;
     plan.grouped = g;
   }
-  if (!plan.ops && !plan.block && !plan.contraction && !plan.axis_audit && !plan.grouped)
+  if ((o.ops.empty() && o.variants.empty()) || std::find(o.ops.begin(), o.ops.end(), kBudgetOp) != o.ops.end()) {
+    BudgetSuiteConfig b = *suite_budget_config(o.suite);
+    b.dtypes = cfg.dtypes;
+    if (o.seed) b.seed = *o.seed;
+    b.threads = o.threads;
+    plan.budget = b;
+  }
+  if (!plan.ops && !plan.block && !plan.contraction && !plan.axis_audit && !plan.grouped && !plan.budget)
     throw UsageError("the selection contains no kernel");
   assign_shards(plan, parse_shard(o.shard));
   return plan;
@@ -299,7 +309,8 @@ int64_t planned_cases(const RunPlan& plan) {
   };
   return (plan.ops ? planned_cases(*plan.ops) : 0) + owned_cases(plan.block, per_dtype(plan.block)) +
          owned_cases(plan.contraction, per_dtype(plan.contraction)) +
-         owned_cases(plan.grouped, plan.grouped ? 9 * static_cast<int64_t>(plan.grouped->cases_per_layout) : 0);
+         owned_cases(plan.grouped, plan.grouped ? 9 * static_cast<int64_t>(plan.grouped->cases_per_layout) : 0) +
+         owned_cases(plan.budget, plan.budget ? static_cast<int64_t>(plan.budget->cases) : 0);
 }
 
 void ensure_parent_dir(const std::string& path) {
@@ -341,6 +352,8 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   }
   std::optional<GroupedSuiteResult> grouped;
   if (plan.grouped && !stop_requested()) grouped = run_grouped_suite(*plan.grouped);
+  std::optional<BudgetSuiteResult> budget;
+  if (plan.budget && !stop_requested()) budget = run_budget_suite(*plan.budget);
   std::optional<std::vector<audit::AuditRecord>> audits;
   const bool audit_here = plan.axis_audit && plan.audit_shard.owns(0);
   if (audit_here && !stop_requested()) audits = audit::standard_audits(o.seed.value_or(cfg.seed));
@@ -361,12 +374,17 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   }
   report["grouped_norm"] = grouped ? grouped_suite_json(*plan.grouped, *grouped) : nlohmann::json();
   const bool grouped_ok = !plan.grouped || (grouped && grouped_suite_passed(*grouped));
-  const bool passed = run_passed(result) && block_ok && contraction_ok && audit_ok && grouped_ok;
+  report["port_hamiltonian"] = budget ? budget_suite_json(*plan.budget, *budget) : nlohmann::json();
+  const bool budget_ok = !plan.budget || (budget && budget_suite_passed(*budget));
+  const bool passed = run_passed(result) && block_ok && contraction_ok && audit_ok && grouped_ok && budget_ok;
   report["run"]["passed"] = passed;
   report["run"]["complete"] = !result.interrupted && (!plan.block || (block && !block->interrupted)) &&
                               (!plan.contraction || (contraction && !contraction->interrupted)) &&
                               (!audit_here || audits.has_value()) &&
                               (!plan.grouped || (grouped && !grouped->interrupted));
+                              (!plan.axis_audit || audits.has_value()) &&
+                              (!plan.grouped || (grouped && !grouped->interrupted)) &&
+                              (!plan.budget || (budget && !budget->interrupted));
   write_json_atomically(o.out, report);
   if (!o.quiet && plan.ops) print_summary(result);
   if (!o.quiet && block) print_block_summary(*block);
@@ -374,7 +392,7 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   if (!o.quiet && grouped) print_grouped_summary(*grouped);
   if (!o.quiet && audits) print_audit_summary(*audits);
   const int64_t done = result.cases_done + (block ? block->cases_done : 0) + (contraction ? contraction->cases_done : 0) +
-                       (grouped ? grouped->cases_done : 0);
+                       (grouped ? grouped->cases_done : 0) + (budget ? budget->cases_done : 0);
   std::printf("report: %s (%s, %lld/%lld cases)%s\n", o.out.c_str(), passed ? "PASSED" : "FAILED",
               static_cast<long long>(done), static_cast<long long>(planned), done < planned ? " INCOMPLETE: interrupted" : "");
   if (!std::filesystem::exists(journal) || passed) std::filesystem::remove(journal);

@@ -68,6 +68,44 @@ const std::vector<BlockToleranceEntry>& block_tolerance_table() {
   return table;
 }
 
+const std::vector<BudgetToleranceEntry>& budget_tolerance_table() {
+  static const std::vector<BudgetToleranceEntry> table = {
+    {"cayley_solve", "orthogonality_defect", 1.0, Expectation::must_pass,
+     "certified ||C^T C - I||_F of the stored C <= 2e + e^2, e the a priori ||C^ - C||_F of LU with partial "
+     "pivoting (PH-CAYLEY-SOLVE, docs/bounds.md section 14.2); entries |C^_ij - C_ij| <= e"},
+    {"cayley_explicit_inverse", "orthogonality_defect", 1.0, Expectation::must_pass,
+     "explicit inverse X = M^-1 then C = X N: e adds gamma_n ||X^||_F ||N^||_F and ||X^ - M^-1|| ||N^|| "
+     "(PH-CAYLEY-INVERSE, section 14.2)"},
+    {"cayley_half_step", "orthogonality_defect", 1.0, Expectation::report_only,
+     "planted defect (I - hS/2)^-1 (I + hS): judged by PH-CAYLEY-SOLVE so that the harness flags it (section 14.6)"},
+    {"dissipation", "entrywise_error", 1.0, Expectation::must_pass,
+     "Lambda = H diag(tanh theta) H entrywise, (magnitude, error) pairs with tanh within 8 u (PH-DISSIPATION, "
+     "section 14.3)"},
+    {"dissipation_hardtanh", "entrywise_error", 1.0, Expectation::report_only,
+     "planted defect clamp(theta, -1, 1): judged by PH-DISSIPATION so that the harness flags it (section 14.6)"},
+    {"stream", "forward_error", 1.0, Expectation::must_pass,
+     "||x^_L - x_L||_2 <= e_L, e_{t+1} = lambda e_t + (eps_Lambda c2 + lambda eps_C) ||x^_t|| + r_t "
+     "(PH-STREAM-FORWARD, section 14.5)"},
+    {"stream", "fp_budget", 1.0, Expectation::must_pass,
+     "||x^_t|| <= B^_t, B^_{t+1} = a_t B^_t + b_t: the floating-point port budget (PH-BUDGET-FP, section 14.4)"},
+    {"ph_step_residual_leak", "fp_budget", 1.0, Expectation::report_only,
+     "planted defect x + Lambda C x + h B u (residual connection left in): its stream is judged by the "
+     "'stream' rows PH-BUDGET-FP and PH-STREAM-FORWARD of ph_step so that the harness flags it (section 14.6)"},
+    {"oracle", "exact_budget", 1.0, Expectation::must_pass,
+     "certified ||x_t|| <= ||x_0|| + sum_s h ||B_s u_s|| (the theorem, section 14.1)"},
+    {"stream", "slack", 0.01, Expectation::report_only,
+     "the depth at which B^_t / B_t - 1 first exceeds 1 % is reported per dtype (section 14.4); not a verdict"},
+  };
+  return table;
+}
+
+const BudgetToleranceEntry& budget_tolerance_for(std::string_view variant, std::string_view property) {
+  for (const auto& t : budget_tolerance_table())
+    if (t.variant == variant && t.property == property) return t;
+  throw std::logic_error("tolerance table has no port-Hamiltonian entry for " + std::string(variant) + "/" +
+                         std::string(property));
+}
+
 const std::vector<FlagExpectation>& flag_expectations() {
   static const std::vector<FlagExpectation> table = {
     {"one_pass", "*", "large_mean",

@@ -44,7 +44,20 @@ struct BlockToleranceEntry {
   std::string_view justification;
 };
 
+/// Tolerance of a port-Hamiltonian check (issue 9): observed / bound must not exceed max_ratio
+/// (for "slack", the slack threshold itself). Each entry points at docs/bounds.md section 14.
+struct BudgetToleranceEntry {
+  std::string_view variant;   ///< kernel variant or "stream"/"oracle"
+  std::string_view property;  ///< what is compared
+  double max_ratio;
+  Expectation expectation;
+  std::string_view justification;
+};
+
 const std::vector<ToleranceEntry>& tolerance_table();
+const std::vector<BudgetToleranceEntry>& budget_tolerance_table();
+/// The entry for (variant, property); throws std::logic_error if the table has none.
+const BudgetToleranceEntry& budget_tolerance_for(std::string_view variant, std::string_view property);
 const std::vector<BlockToleranceEntry>& block_tolerance_table();
 const std::vector<FlagExpectation>& flag_expectations();
 

@@ -15,7 +15,8 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& sections() 
       {"records", {"records"}},
       {"rms_block", {"rms_block", "records"}},
       {"qr_contraction", {"qr_contraction", "records"}},
-      {"grouped_norm", {"grouped_norm", "records"}}};
+      {"grouped_norm", {"grouped_norm", "records"}},
+      {"port_hamiltonian", {"port_hamiltonian", "records"}}};
   return s;
 }
 

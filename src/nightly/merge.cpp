@@ -154,8 +154,8 @@ json merge_suite_section(const std::vector<const json*>& sections, const std::ve
   return m;
 }
 
-/// Records created as cases arrive (grouped_norm): concatenated in dtype order.
-json merge_grouped(const std::vector<const json*>& sections) {
+/// Records created as cases arrive (grouped_norm, port_hamiltonian): concatenated in dtype order.
+json merge_dtype_ordered(const std::vector<const json*>& sections) {
   json m = *sections.front();
   const std::vector<DType> dtypes = dtypes_of(m["config"]);
   std::vector<json> records;
@@ -221,13 +221,14 @@ json merge_shards(std::vector<ShardReport> shards, const std::string& out_path) 
         refuse("section '" + key + "' is missing from '" + shards[s].path + "' (interrupted before it): rerun that shard");
     if (key == "rms_block") m[key] = merge_suite_section(parts, shards, out_path, true);
     else if (key == "qr_contraction") m[key] = merge_suite_section(parts, shards, out_path, false);
-    else if (key == "grouped_norm") m[key] = merge_grouped(parts);
+    else if (key == "grouped_norm") m[key] = merge_dtype_ordered(parts);
+    else if (key == "port_hamiltonian" && value.value("growth", json()).is_null()) m[key] = merge_dtype_ordered(parts);
     else if (key == "axis_audit") m[key] = pick_whole(parts, key);
     else refuse("cannot merge report section '" + key + "'");
   }
   for (const auto& [key, value] : shards.front().report.items())  // sections null in shard 0
     if (value.is_null() && key == "axis_audit") m[key] = pick_whole(section(key), key);
-  for (const char* key : {"rms_block", "qr_contraction", "grouped_norm", "axis_audit"})
+  for (const char* key : {"rms_block", "qr_contraction", "grouped_norm", "axis_audit", "port_hamiltonian"})
     if (m.contains(key) && m[key].is_object()) passed = passed && m[key].value("passed", false);
   run["complete"] = complete;
   run["passed"] = passed && complete;

@@ -11,17 +11,17 @@ const std::vector<SuiteDef>& suites() {
        "every LayerNorm and RMSNorm kernel x dtype x generator, 10 cases each, rows*n <= 65536; every "
        "Linear o RMSNorm block variant x dtype x block generator, 10 cases each; the QR contraction on "
        "every dtype x seed category, 20 cases each; batch, group and instance norm on NCHW, NHWC and sequence "
-       "tensors, 8 cases each; the axis audits",
-       10, 65536, 20261130, 10, 20, 8},
+       "tensors, 8 cases each; the axis audits; the port-Hamiltonian stream, 3 cases per dtype",
+       10, 65536, 20261130, 10, 20, 8, 3},
       {"quick", 1,
        "every LayerNorm and RMSNorm kernel x dtype x generator, 2 cases each, rows*n <= 2048; block "
-       "variants, 3 cases per block generator; the QR contraction, 2 cases per category; batch/group/instance norm, 1 case per layout; the axis audits",
-       2, 2048, 20261130, 3, 2, 1},
+       "variants, 3 cases per block generator; the QR contraction, 2 cases per category; batch/group/instance norm, 1 case per layout; the axis audits; the port-Hamiltonian stream, 1 case per dtype",
+       2, 2048, 20261130, 3, 2, 1, 1},
       {"nightly", 1,
        "the default suite's kernels, dtypes and generators with more cases: 50 per LayerNorm/RMSNorm generator "
        "(rows*n <= 65536), 30 per block generator, 60 per QR-contraction category, 32 per batch/group/instance norm "
-       "layout, the axis audits; sized for under 30 minutes on 2 cores",
-       50, 65536, 20261130, 30, 60, 32},
+       "layout, the axis audits, 12 port-Hamiltonian cases per dtype; sized for under 30 minutes on 2 cores",
+       50, 65536, 20261130, 30, 60, 32, 12},
   };
   return table;
 }
@@ -75,6 +75,18 @@ std::optional<BlockSuiteConfig> suite_block_config(std::string_view name) {
     for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
     cfg.generators = gen::block_generator_names();
     cfg.cases_per_generator = s.block_cases_per_generator;
+    cfg.seed = s.seed;
+    return cfg;
+  }
+  return std::nullopt;
+}
+
+std::optional<BudgetSuiteConfig> suite_budget_config(std::string_view name) {
+  for (const SuiteDef& s : suites()) {
+    if (s.name != name) continue;
+    BudgetSuiteConfig cfg;
+    for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
+    cfg.cases = s.budget_cases_per_dtype;
     cfg.seed = s.seed;
     return cfg;
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "suite/block_suite.hpp"
+#include "suite/budget_suite.hpp"
 #include "suite/contraction_suite.hpp"
 #include "suite/grouped_suite.hpp"
 #include "suite/runner.hpp"
@@ -22,6 +23,7 @@ struct SuiteDef {
   int block_cases_per_generator;  ///< Linear o RMSNorm block cases per block generator and dtype
   int contraction_cases_per_generator;  ///< QR-contraction cases per contraction generator and dtype
   int grouped_cases_per_layout;  ///< batch/group/instance norm cases per kind, layout and dtype
+  int budget_cases_per_dtype;    ///< port-Hamiltonian stream cases per dtype (issue 9)
 };
 
 const std::vector<SuiteDef>& suites();
@@ -37,5 +39,8 @@ std::optional<ContractionSuiteConfig> suite_contraction_config(std::string_view 
 
 /// The grouped-normalization suite of a named suite.
 std::optional<GroupedSuiteConfig> suite_grouped_config(std::string_view name);
+
+/// The port-Hamiltonian budget section of a named suite (random stream cases, no growth table).
+std::optional<BudgetSuiteConfig> suite_budget_config(std::string_view name);
 
 }  // namespace normcheck

@@ -1,0 +1,64 @@
+#pragma once
+/// Certified references of the port-Hamiltonian stream (issue 9), free of multiprecision types.
+/// The stream is carried as an l2 ball (center at oracle precision, certified radius): the Cayley
+/// image is solved approximately (double LU, iterative refinement with MPFI residuals) and
+/// certified by the residual, since ||(I - (h/2) S)^(-1)||_2 <= 1 for skew S; C is orthogonal and
+/// ||Lambda||_2 = max |tanh theta_i| < 1, so the radius never grows multiplicatively
+/// (docs/bounds.md section 14.1).
+#include <cstdint>
+#include <vector>
+
+#include "core/certified_value.hpp"
+#include "core/port_hamiltonian_case.hpp"
+
+namespace normcheck::oracle {
+
+struct CertifiedPhStream {
+  std::vector<CertifiedValue> x_final;     ///< x_L, per component, in the case dtype
+  std::vector<double> norm_lo, norm_hi;    ///< enclosure of ||x_t||_2, t = 0..L
+  std::vector<double> port_lo, port_hi;    ///< enclosure of h ||B_t u_t||_2, t = 0..L-1
+  std::vector<double> budget_lo, budget_hi;  ///< enclosure of ||x_0|| + sum_{s<t} h ||B_s u_s||, t = 0..L
+  double max_radius_rel = 0;    ///< max_t radius_t / ||x_t||
+  double max_residual = 0;      ///< largest certified Cayley residual norm
+  double lambda_max = 0;        ///< max over steps of the certified upper bound of max_i |tanh theta_i|
+  bool contractive = true;      ///< lambda_max < 1, certified
+  bool budget_holds = true;     ///< upper ||x_t|| <= lower budget_t for every t (the theorem)
+  int precision_bits = 0;
+  double max_err_ulps = 0;      ///< of x_final, in ULPs of the dtype
+  bool certified = false;
+};
+
+/// The stream of case c (depth c.depth), escalating 168 -> 500 bits until x_L is certified.
+CertifiedPhStream certified_ph_stream(const PhCase& c);
+CertifiedPhStream certified_ph_stream_mpfi50(const PhCase& c);
+CertifiedPhStream certified_ph_stream_mpfi150(const PhCase& c);
+
+/// A certified matrix (row-major) in the case dtype.
+struct CertifiedMatrix {
+  int64_t n = 0;
+  std::vector<CertifiedValue> a;
+  double max_err_ulps = 0;
+  int precision_bits = 0;
+  bool certified = false;
+  /// Cayley: the certified columns satisfy C^T C = I within their radii (the oracle is orthogonal
+  /// to its certified precision). Dissipation: max |tanh theta_i| < 1 certified.
+  bool structure_certified = false;
+  double structure_value = 0;  ///< Cayley: max |(C~^T C~ - I)_ij| of the centers; dissipation: upper max |tanh theta_i|
+};
+
+/// C = (I - (h/2) S)^(-1) (I + (h/2) S) of step p (O(n^3) MPFI operations: small n or few steps).
+CertifiedMatrix certified_cayley(const PhStep& p, double h, DType dt);
+/// Lambda = H diag(tanh theta) H of step p.
+CertifiedMatrix certified_dissipation(const PhStep& p, DType dt);
+CertifiedMatrix certified_cayley_mpfi50(const PhStep& p, double h, DType dt);
+CertifiedMatrix certified_cayley_mpfi150(const PhStep& p, double h, DType dt);
+CertifiedMatrix certified_dissipation_mpfi50(const PhStep& p, DType dt);
+CertifiedMatrix certified_dissipation_mpfi150(const PhStep& p, DType dt);
+
+/// Growth-table references (not interval-certified: relu and LayerNorm streams over 300 steps are
+/// evaluated at 168-bit MPFR point arithmetic, docs/port-hamiltonian.md): ||x_t|| for t = 0..depth
+/// of the residual controls; kind 0 plain x + f(x), 1 x + f(LN(x)), 2 LN(x + f(x)).
+std::vector<double> residual_stream_norms_mpfr(int kind, DType dt, const std::vector<double>& x0, double gain,
+                                               uint64_t seed, int64_t depth, double eps);
+
+}  // namespace normcheck::oracle

@@ -1,0 +1,83 @@
+// normcheck norm-budget: the port-Hamiltonian budget check and growth table (issue 9).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "cli/parse_names.hpp"
+#include "report/report.hpp"
+#include "suite/budget_suite.hpp"
+
+namespace normcheck::cli {
+namespace {
+
+BudgetSuiteConfig budget_config(const BudgetOptions& o) {
+  BudgetSuiteConfig cfg;
+  if (o.dtypes.empty()) for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
+  else cfg.dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
+  if (o.width < kPhMinWidth || o.width > kPhMaxWidth)
+    throw std::invalid_argument(fmt::format("--width must be in [{}, {}], got {}", kPhMinWidth, kPhMaxWidth, o.width));
+  if (o.depths.empty()) throw std::invalid_argument("--depths needs at least one depth");
+  for (int64_t d : o.depths)
+    if (d < 1 || d > kPhMaxDepth) throw std::invalid_argument(fmt::format("--depths must be in [1, {}], got {}", kPhMaxDepth, d));
+  if (!(o.h > 0) || !std::isfinite(o.h)) throw std::invalid_argument(fmt::format("--h must be finite and > 0, got {}", o.h));
+  if (!(o.gain > 0) || !std::isfinite(o.gain)) throw std::invalid_argument(fmt::format("--gain must be finite and > 0, got {}", o.gain));
+  if (o.cases < 0) throw std::invalid_argument(fmt::format("--cases must be >= 0, got {}", o.cases));
+  if (o.threads < 1) throw std::invalid_argument(fmt::format("--threads must be >= 1, got {}", o.threads));
+  cfg.cases = o.cases;
+  cfg.seed = o.seed;
+  cfg.threads = o.threads;
+  GrowthConfig g;
+  g.width = o.width;
+  g.depths = o.depths;
+  g.h = o.h;
+  g.gain = o.gain;
+  g.seed = o.seed;
+  cfg.growth = g;
+  return cfg;
+}
+
+std::string cell(const nlohmann::json& v) { return v.is_null() ? "overflow" : fmt::format("{:.3g}", v.get<double>()); }
+
+void print_tables(const nlohmann::json& s) {
+  const nlohmann::json& g = s["growth"];
+  std::printf("growth ||x_L|| / ||x_0|| at width %lld (kernel / oracle):\n", static_cast<long long>(g["width"].get<int64_t>()));
+  for (const auto& row : g["rows"]) {
+    std::printf("  %-17s %-4s", row["arch"].get<std::string>().c_str(), row["storage"].get<std::string>().c_str());
+    for (size_t i = 0; i < row["kernel_ratio"].size(); ++i)
+      std::printf("  L=%lld %s/%s", static_cast<long long>(g["depths"][i].get<int64_t>()), cell(row["kernel_ratio"][i]).c_str(),
+                  cell(row["oracle_ratio"][i]).c_str());
+    std::printf("%s\n", row["overflow_depth"].is_null() ? "" : fmt::format("  overflow at {}", row["overflow_depth"].get<int64_t>()).c_str());
+  }
+  for (const auto& b : g["budget"])
+    std::printf("  %-4s defect %s (bound %s), slack > 1%% at depth %s, budget %s\n", b["storage"].get<std::string>().c_str(),
+                cell(b["orthogonality_defect"]).c_str(), cell(b["orthogonality_defect_bound"]).c_str(),
+                b["slack_exceeds_1pct_depth"].is_null() ? "none" : std::to_string(b["slack_exceeds_1pct_depth"].get<int64_t>()).c_str(),
+                b["fp_budget_holds"].get<bool>() ? "holds" : "VIOLATED");
+}
+
+}  // namespace
+
+int norm_budget_command(const BudgetOptions& o, const std::string& command_line) {
+  BudgetSuiteConfig cfg;
+  try {
+    cfg = budget_config(o);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    return kExitBadInput;
+  }
+  const BudgetSuiteResult r = run_budget_suite(cfg);
+  const nlohmann::json section = budget_suite_json(cfg, r);
+  const auto parent = std::filesystem::path(o.out).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  write_json_atomically(o.out, {{"tool", "normcheck norm-budget"}, {"command", command_line}, {"port_hamiltonian", section}});
+  print_tables(section);
+  const bool passed = budget_suite_passed(r);
+  std::printf("report: %s (%s)\n", o.out.c_str(), passed ? "PASSED" : "FAILED");
+  return passed ? kExitOk : kExitCheckFailed;
+}
+
+}  // namespace normcheck::cli

@@ -1,0 +1,169 @@
+#include "suite/budget_suite.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/rng.hpp"
+#include "core/tolerance_table.hpp"
+#include "report/report.hpp"
+
+namespace normcheck {
+namespace {
+
+struct ItemResult {
+  std::vector<BudgetCaseResult> cases;  ///< one random case, or the standard growth case
+  std::vector<GrowthRow> growth;
+};
+
+void merge_case(BudgetSuiteResult& out, const BudgetCaseResult& c) {
+  for (const BudgetCheck& k : c.checks) {
+    auto rec = std::find_if(out.records.begin(), out.records.end(), [&](const BudgetRecord& r) {
+      return r.storage == c.c.dtype && r.variant == k.variant && r.property == k.property;
+    });
+    if (rec == out.records.end()) {
+      BudgetRecord fresh;
+      fresh.storage = c.c.dtype;
+      fresh.variant = k.variant;
+      fresh.property = k.property;
+      fresh.output = k.output;
+      rec = out.records.insert(out.records.end(), std::move(fresh));
+    }
+    ++rec->cases;
+    if (k.failed) ++rec->failed_cases;
+    rec->uncertified += k.uncertified;
+    rec->acc.merge(k.acc);
+    rec->max_value = std::max(rec->max_value, k.max_value);
+    rec->max_bound = std::max(rec->max_bound, k.max_bound);
+    if (k.max_ratio >= rec->max_ratio) rec->worst_seed = c.c.seed;
+    rec->max_ratio = std::max(rec->max_ratio, k.max_ratio);
+    rec->oracle_precision_bits = std::max(rec->oracle_precision_bits, c.oracle_precision_bits);
+  }
+}
+
+BudgetSummary summary_of(const BudgetCaseResult& c) {
+  BudgetSummary s;
+  s.storage = c.c.dtype;
+  for (const BudgetCheck& k : c.checks) {
+    if (k.variant == "cayley_solve" && k.property == "orthogonality_defect") {
+      s.defect = k.max_value;
+      s.defect_bound = k.max_bound;
+    }
+    if (k.variant == "cayley_explicit_inverse" && k.property == "orthogonality_defect") {
+      s.inverse_defect = k.max_value;
+      s.inverse_defect_bound = k.max_bound;
+    }
+    if (k.variant == "stream" && k.property == "fp_budget") s.budget_ok = !k.failed;
+  }
+  s.slack_depth = c.slack_depth;
+  s.final_slack = c.fp_budget.back() / c.exact_budget.back() - 1;
+  return s;
+}
+
+nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+}  // namespace
+
+PhCase budget_case_at(const BudgetSuiteConfig& cfg, DType dt, int64_t index) {
+  const uint64_t seed = derive_seed(cfg.seed, 0x9420, static_cast<uint64_t>(dt), static_cast<uint64_t>(index));
+  Rng rng(seed);
+  const int64_t n = rng.log_range(2, cfg.max_width), depth = rng.log_range(1, cfg.max_depth);
+  const double h = std::ldexp(1.0, static_cast<int>(rng.range(-4, 1))) * (1 + rng.uniform());
+  return make_ph_case(dt, n, depth, h, seed);
+}
+
+BudgetSuiteResult run_budget_suite(const BudgetSuiteConfig& cfg) {
+  BudgetSuiteResult result;
+  const size_t per_dtype = static_cast<size_t>(cfg.cases) + (cfg.growth ? 1 : 0);
+  const size_t total = cfg.dtypes.size() * per_dtype;
+  const auto owned = [&](size_t i) { return cfg.shard.owns(static_cast<int64_t>(i / per_dtype)); };
+  result.cases_planned = count_owned(total, owned);
+  const auto done = run_items<ItemResult>(total, cfg.threads, [&](size_t i) {
+    const DType dt = cfg.dtypes[i / per_dtype];
+    const auto index = static_cast<int64_t>(i % per_dtype);
+    ItemResult r;
+    r.cases.emplace_back();
+    if (index < cfg.cases) r.cases.back() = run_budget_case(budget_case_at(cfg, dt, index));
+    else r.growth = run_growth(*cfg.growth, dt, r.cases.back());
+    return r;
+  }, owned);
+  for (size_t i = 0; i < total; ++i) {
+    if (!done[i]) continue;
+    ++result.cases_done;
+    for (const BudgetCaseResult& c : done[i]->cases) merge_case(result, c);
+    if (!done[i]->growth.empty()) {
+      result.growth.insert(result.growth.end(), done[i]->growth.begin(), done[i]->growth.end());
+      result.summaries.push_back(summary_of(done[i]->cases.back()));
+    }
+  }
+  result.interrupted = result.cases_done < result.cases_planned;
+  return result;
+}
+
+bool budget_suite_passed(const BudgetSuiteResult& r) {
+  for (const BudgetRecord& rec : r.records)
+    if (rec.failed()) return false;
+  return !r.interrupted;
+}
+
+nlohmann::json budget_suite_json(const BudgetSuiteConfig& cfg, const BudgetSuiteResult& r) {
+  nlohmann::json records = nlohmann::json::array(), dtypes = nlohmann::json::array(), summaries = nlohmann::json::array();
+  for (const BudgetRecord& rec : r.records) {
+    const BudgetToleranceEntry& t = budget_tolerance_for(rec.variant, rec.property);
+    const std::string accum(dtype_info(dtype_info(rec.storage).default_accum).name);
+    nlohmann::json j = {{"op", "port_hamiltonian"},
+                        {"kernel", rec.variant},
+                        {"variant", rec.variant},
+                        {"storage", std::string(dtype_info(rec.storage).name)},
+                        {"accum", accum},
+                        {"property", rec.property},
+                        {"output", rec.output},
+                        {"verdict", rec.cases == 0 ? "not_run" : (rec.failed() ? "fail" : "pass")},
+                        {"cases", rec.cases},
+                        {"failed_cases", rec.failed_cases},
+                        {"uncertified_elements_oracle", rec.uncertified},
+                        {"max_value", num(rec.max_value)},
+                        {"max_bound", num(rec.max_bound)},
+                        {"max_ratio", num(rec.max_ratio)},
+                        {"tolerance", t.max_ratio},
+                        {"expectation", expectation_name(t.expectation)},
+                        {"justification", std::string(t.justification)},
+                        {"oracle_precision_bits", rec.oracle_precision_bits},
+                        {"worst_case_seed", std::to_string(rec.worst_seed)}};
+    j.update(accumulator_json(rec.acc));
+    records.push_back(j);
+  }
+  for (const BudgetSummary& s : r.summaries)
+    summaries.push_back({{"storage", std::string(dtype_info(s.storage).name)},
+                         {"orthogonality_defect", num(s.defect)},
+                         {"orthogonality_defect_bound", num(s.defect_bound)},
+                         {"explicit_inverse_defect", num(s.inverse_defect)},
+                         {"explicit_inverse_defect_bound", num(s.inverse_defect_bound)},
+                         {"slack_exceeds_1pct_depth", s.slack_depth < 0 ? nlohmann::json() : nlohmann::json(s.slack_depth)},
+                         {"final_slack", num(s.final_slack)},
+                         {"fp_budget_holds", s.budget_ok}});
+  for (DType d : cfg.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
+  nlohmann::json growth;
+  if (cfg.growth) {
+    const GrowthConfig& g = *cfg.growth;
+    growth = {{"width", g.width},
+              {"depths", g.depths},
+              {"h", g.h},
+              {"gain", g.gain},
+              {"eps", g.eps},
+              {"seed", std::to_string(g.seed)},
+              {"init", "x0 ~ N(0,1); residual branch f(x) = W2 relu(W1 x), W1 ~ N(0, 2/n) (He), W2 ~ N(0, gain^2/n); "
+                       "port-Hamiltonian S_ij ~ N(0, 1/n) (i<j, skew), theta ~ N(0, 1.5^2), v ~ N(0,1), "
+                       "B ~ N(0, 1/m), u ~ N(0,1), m = min(n, 8); all rounded to the dtype"},
+              {"rows", growth_rows_json(g, r.growth)},
+              {"budget", summaries}};
+  }
+  return {{"config", {{"dtypes", dtypes}, {"cases", cfg.cases}, {"max_width", cfg.max_width}, {"max_depth", cfg.max_depth},
+                      {"seed", std::to_string(cfg.seed)}}},
+          {"passed", budget_suite_passed(r)},
+          {"cases_planned", r.cases_planned},
+          {"cases_done", r.cases_done},
+          {"records", records},
+          {"growth", growth}};
+}
+
+}  // namespace normcheck

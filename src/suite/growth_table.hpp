@@ -1,0 +1,37 @@
+#pragma once
+/// The growth table of issue 9: trunk norm growth ||x_L|| / ||x_0|| at width 32 over depth for
+/// (a) the plain residual stream x + f(x), (b) LayerNorm inside the branch, (c) LayerNorm on the
+/// trunk, (d) the port-Hamiltonian stream, each kernel in its dtype against the arbitrary-precision
+/// stream on the same rounded parameters, with the depth at which each overflows.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "suite/budget_case.hpp"
+
+namespace normcheck {
+
+struct GrowthConfig {
+  int64_t width = 32;
+  std::vector<int64_t> depths = {24, 48, 120, 240, 300};
+  double h = 0.25;     ///< port-Hamiltonian step size
+  double gain = 1.0;   ///< W2 ~ N(0, gain^2 / n); W1 ~ N(0, 2 / n) (He)
+  double eps = 1e-5;   ///< LayerNorm eps
+  uint64_t seed = 20261130;
+};
+
+struct GrowthRow {
+  std::string arch;  ///< plain_residual, ln_in_branch, ln_on_trunk, port_hamiltonian
+  DType dtype = DType::f64;
+  std::vector<double> kernel_ratio, oracle_ratio;  ///< at cfg.depths (inf/nan once overflowed)
+  int64_t overflow_depth = -1;                      ///< first depth with a non-finite element; -1 none
+};
+
+/// The four rows of one dtype; `ph` receives the port-Hamiltonian case (budget, slack, defects).
+std::vector<GrowthRow> run_growth(const GrowthConfig& cfg, DType dt, BudgetCaseResult& ph);
+
+nlohmann::json growth_rows_json(const GrowthConfig& cfg, const std::vector<GrowthRow>& rows);
+
+}  // namespace normcheck
