@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,23 @@ std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, c
     return "";
   }
   return a == b ? "" : path + ": " + a.dump() + " vs " + b.dump();
+}
+
+TEST(Suites, AreListedWithVersionsAndTheNightlySuiteIsTheFullest) {
+  const Outcome text = run_cli("suites");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  for (const char* s : {"quick (version", "default (version", "nightly (version", "rms_block", "qr_contraction", "port_hamiltonian"})
+    EXPECT_NE(text.out.find(s), std::string::npos) << s;
+  const Outcome json = run_cli("suites --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  std::map<std::string, int64_t> total;
+  for (const auto& s : nlohmann::json::parse(json.out)) {
+    EXPECT_GE(s["version"].get<int>(), 1);
+    for (const auto& row : s["sections"]) total[s["name"]] += row["cases"].get<int64_t>();
+  }
+  EXPECT_LT(total["quick"], total["default"]);
+  EXPECT_LT(total["default"], total["nightly"]);
+  EXPECT_EQ(run_cli("suites --bogus").exit_code, 2);
 }
 
 const std::string kSmallRun = "run --quiet --suite quick --dtypes f32,bf16 ";

@@ -22,6 +22,7 @@ nlohmann::json suite_sections(std::string_view name) {
   const BlockSuiteConfig block = *suite_block_config(name);
   const ContractionSuiteConfig qr = *suite_contraction_config(name);
   const GroupedSuiteConfig grouped = *suite_grouped_config(name);
+  const BudgetSuiteConfig budget = *suite_budget_config(name);
   const auto cases = [](size_t dtypes, size_t generators, int per) { return static_cast<int64_t>(dtypes * generators) * per; };
   const size_t kernels = selected_kernels(ops).size(), block_kernels = builtin_block_kernels().size();
   return nlohmann::json::array({
@@ -38,6 +39,10 @@ nlohmann::json suite_sections(std::string_view name) {
       {{"section", "grouped_norm"}, {"ops", "batch_norm, group_norm, instance_norm"}, {"kernels", 3}, {"dtypes", grouped.dtypes.size()},
        {"generators", 3}, {"cases_per_generator", 3 * grouped.cases_per_layout},
        {"cases", cases(grouped.dtypes.size(), 9, grouped.cases_per_layout)}, {"shapes", "NCHW, NHWC, sequence"}},
+      {{"section", "port_hamiltonian"}, {"ops", "port_hamiltonian"}, {"kernels", "cayley, dissipation, step"},
+       {"dtypes", budget.dtypes.size()}, {"generators", 1}, {"cases_per_generator", budget.cases},
+       {"cases", static_cast<int64_t>(budget.dtypes.size()) * budget.cases},
+       {"shapes", fmt::format("width 2-{}, depth 1-{}", budget.max_width, budget.max_depth)}},
       {{"section", "axis_audit"}, {"ops", "axis_audit"}, {"kernels", "correct+planted"}, {"dtypes", 2}, {"generators", "tables"},
        {"cases_per_generator", 1}, {"cases", 0}, {"shapes", "(2,3), (2,3,4,4), NHWC, sequence"}},
   });
@@ -57,9 +62,9 @@ int suites_command(bool json) {
   for (const nlohmann::json& s : all) {
     std::printf("%s (version %d, seed %s)\n  %s\n", s["name"].get<std::string>().c_str(), s["version"].get<int>(),
                 s["seed"].get<std::string>().c_str(), s["description"].get<std::string>().c_str());
-    std::printf("  %-15s %-8s %-7s %-10s %-6s %-7s %s\n", "section", "kernels", "dtypes", "generators", "cases", "per gen", "shapes");
+    std::printf("  %-17s %-26s %-7s %-10s %-6s %-7s %s\n", "section", "kernels", "dtypes", "generators", "cases", "per gen", "shapes");
     for (const nlohmann::json& row : s["sections"])
-      std::printf("  %-15s %-8s %-7s %-10s %-6s %-7s %s\n", cell(row["section"]).c_str(), cell(row["kernels"]).c_str(),
+      std::printf("  %-17s %-26s %-7s %-10s %-6s %-7s %s\n", cell(row["section"]).c_str(), cell(row["kernels"]).c_str(),
                   cell(row["dtypes"]).c_str(), cell(row["generators"]).c_str(), cell(row["cases"]).c_str(),
                   cell(row["cases_per_generator"]).c_str(), cell(row["shapes"]).c_str());
   }
