@@ -79,6 +79,12 @@ TEST(Shards, MergedShardsEqualTheUnshardedRunRecordForRecord) {
   EXPECT_EQ(first_difference(a, b), "");
   EXPECT_GT(a["records"].size(), 100u);
   EXPECT_GT(a["rms_block"]["records"].size(), 10u);
+  // The port-Hamiltonian budget records carry their ratio to the budget (what diff and render read).
+  double budget_ratio = 0;
+  for (const auto& r : a["port_hamiltonian"]["records"])
+    if (r["property"] == "fp_budget" && r["max_bound_ratio"].is_number()) budget_ratio = std::max(budget_ratio, r["max_bound_ratio"].get<double>());
+  EXPECT_GT(budget_ratio, 0.0);
+  EXPECT_LE(budget_ratio, 1.0);
   EXPECT_EQ(load(merged)["run"]["merged_from"].size(), 4u);
 }
 
@@ -104,6 +110,10 @@ TEST(Shards, MergeAndDiffRefuseShardsThatAreNotOneRun) {
   refused(s("whole.json"), "not a shard report");
   refused(s("s0.json") + s("garbage.json"), "not valid JSON");
   EXPECT_FALSE(fs::exists(dir / "m.json"));
+  const Outcome over = run_cli("merge " + s("s0.json") + s("s1.json") + "--out " + (dir / "s0.json").string());
+  EXPECT_EQ(over.exit_code, 2);
+  EXPECT_NE(over.err.find("would overwrite the shard report"), std::string::npos) << over.err;
+  EXPECT_EQ(load(dir / "s0.json")["run"]["shard"]["index"], 0);  // untouched
   EXPECT_EQ(run_cli("merge " + s("s1.json") + s("s0.json") + "--out " + (dir / "m.json").string()).exit_code, 0);
   for (const char* bad : {"2/2", "0/0", "a/b", "1", "-1/2", "1/2/3"})
     EXPECT_EQ(run_cli(opts + "--shard " + bad + " --out " + (dir / "x.json").string()).exit_code, 2) << bad;

@@ -28,7 +28,11 @@ int merge_command(const MergeOptions& o, const std::string& command_line) {
   nlohmann::json merged;
   try {
     std::vector<nightly::ShardReport> shards;
-    for (const std::string& path : o.shards) shards.push_back({path, read_json_file(path)});
+    for (const std::string& path : o.shards) {
+      if (std::filesystem::exists(o.out) && std::filesystem::exists(path) && std::filesystem::equivalent(o.out, path))
+        throw std::invalid_argument("--out '" + o.out + "' would overwrite the shard report '" + path + "'");
+      shards.push_back({path, read_json_file(path)});
+    }
     merged = nightly::merge_shards(std::move(shards), o.out);
     merged["run"]["command_line"] = command_line;
     write_json_atomically(o.out, merged);

@@ -35,6 +35,8 @@ int render_command(const RenderOptions& o) {
     const std::string out = o.out.empty() ? default_html_path(o.report) : o.out;
     if (std::filesystem::exists(out) && std::filesystem::equivalent(out, o.report))
       throw std::invalid_argument("--out '" + out + "' would overwrite the report");
+    if (!o.diff.empty() && std::filesystem::exists(out) && std::filesystem::exists(o.diff) && std::filesystem::equivalent(out, o.diff))
+      throw std::invalid_argument("--out '" + out + "' would overwrite the --diff base report");
     render::write_file_atomically(out, html);
     std::printf("wrote %s (%zu bytes)\n", out.c_str(), html.size());
   } catch (const std::exception& e) {

@@ -381,8 +381,6 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   report["run"]["complete"] = !result.interrupted && (!plan.block || (block && !block->interrupted)) &&
                               (!plan.contraction || (contraction && !contraction->interrupted)) &&
                               (!audit_here || audits.has_value()) &&
-                              (!plan.grouped || (grouped && !grouped->interrupted));
-                              (!plan.axis_audit || audits.has_value()) &&
                               (!plan.grouped || (grouped && !grouped->interrupted)) &&
                               (!plan.budget || (budget && !budget->interrupted));
   write_json_atomically(o.out, report);

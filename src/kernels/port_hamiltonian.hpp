@@ -94,7 +94,9 @@ double lu_abs_fro(const LuFactors<A>& f) {
         e += (k == i ? 1.0 : std::fabs(to_d(f.lu[i * n + k]))) * std::fabs(to_d(f.lu[k * n + j]));
       s += e * e;
     }
-  return std::sqrt(s) * (1 + static_cast<double>(2 * n + 4) * 0x1p-52);
+  // e: n nonnegative products summed (relative error <= (n+1)u); s: n^2 nonnegative terms
+  // (<= (n^2 + 2n + 2)u with the squares); sqrt halves it and adds u. u = 2^-53.
+  return std::sqrt(s) * (1 + static_cast<double>(n * n + 2 * n + 4) * 0x1p-52);
 }
 
 /// M = I - (h/2) S and N = I + (scale_n h/2) S in Accum (scale_n = 2 only in the planted defect).

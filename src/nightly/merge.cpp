@@ -24,25 +24,29 @@ void check_and_sort(std::vector<ShardReport>& shards) {
       refuse("'" + s.path + "' is not a normcheck report");
     if (r.value("schema_version", "") != kReportSchemaVersion)
       refuse("'" + s.path + "' has schema version " + r.value("schema_version", "?") + ", expected " + kReportSchemaVersion);
-    const json& shard = r["run"].value("shard", json());
+    const json& shard = r.at("run").value("shard", json());
     if (!shard.is_object()) refuse("'" + s.path + "' is not a shard report (run without --shard)");
+    if (!shard.contains("index") || !shard.at("index").is_number_integer() || !shard.contains("count") ||
+        !shard.at("count").is_number_integer())
+      refuse("'" + s.path + "' has a malformed run.shard (index and count must be integers)");
     if (shard.value("count", 0) != static_cast<int>(shards.size()))
       refuse("'" + s.path + "' is shard " + std::to_string(shard.value("index", -1)) + " of " + std::to_string(shard.value("count", 0)) +
              ", but " + std::to_string(shards.size()) + " report(s) were given: merge needs every shard of the run");
   }
   std::sort(shards.begin(), shards.end(), [](const ShardReport& a, const ShardReport& b) {
-    return a.report["run"]["shard"]["index"].get<int>() < b.report["run"]["shard"]["index"].get<int>();
+    return a.report.at("run").at("shard").at("index").get<int>() < b.report.at("run").at("shard").at("index").get<int>();
   });
   const json& first = shards.front().report;
   for (size_t i = 0; i < shards.size(); ++i) {
     const json& r = shards[i].report;
-    if (r["run"]["shard"]["index"].get<int>() != static_cast<int>(i))
+    if (r.at("run").at("shard").at("index").get<int>() != static_cast<int>(i))
       refuse("shard " + std::to_string(i) + " of " + std::to_string(shards.size()) + " is missing or given twice");
-    if (r["run"].value("git_revision", "") != first["run"].value("git_revision", ""))
-      refuse("'" + shards[i].path + "' comes from another git revision (" + r["run"].value("git_revision", "") + ")");
-    if (r["config"] != first["config"]) refuse("'" + shards[i].path + "' has another configuration than shard 0");
+    if (r.at("run").value("git_revision", "") != first.at("run").value("git_revision", ""))
+      refuse("'" + shards[i].path + "' comes from another git revision (" + r.at("run").value("git_revision", "") + ")");
+    if (r.at("config") != first.at("config")) refuse("'" + shards[i].path + "' has another configuration than shard 0");
     for (const auto& [key, value] : r.items())
-      if (value.is_object() && value.contains("config") && (!first.contains(key) || first[key].is_null() || value["config"] != first[key]["config"]))
+      if (value.is_object() && value.contains("config") &&
+          (!first.contains(key) || !first.at(key).is_object() || first.at(key).value("config", json()) != value.at("config")))
         refuse("section '" + key + "' of '" + shards[i].path + "' has another configuration than shard 0");
   }
 }
@@ -61,14 +65,15 @@ void repoint_replay(json& record, const std::string& shard_path, const std::stri
 /// Records planned identically by every shard: each comes from the one shard that ran it.
 json pick_records(const std::vector<const json*>& sections, const std::vector<ShardReport>& shards, const std::string& out_path) {
   const json& base = *sections.front();
+  for (size_t s = 0; s < sections.size(); ++s)
+    if (sections[s] == nullptr || !sections[s]->is_array() || sections[s]->size() != base.size())
+      refuse("'" + shards[s].path + "' plans other records than shard 0");
   json out = json::array();
   for (size_t i = 0; i < base.size(); ++i) {
     size_t from = 0;
     int ran = 0;
-    for (size_t s = 0; s < sections.size(); ++s) {
-      if (sections[s]->size() != base.size()) refuse("'" + shards[s].path + "' plans other records than shard 0");
-      if (cases_of((*sections[s])[i]) > 0) from = s, ++ran;
-    }
+    for (size_t s = 0; s < sections.size(); ++s)
+      if (cases_of(sections[s]->at(i)) > 0) from = s, ++ran;
     if (ran > 1) refuse("record " + std::to_string(i) + " was run by more than one shard");
     json r = (*sections[from])[i];
     repoint_replay(r, shards[from].path, out_path);
@@ -80,14 +85,16 @@ json pick_records(const std::vector<const json*>& sections, const std::vector<Sh
 /// Rows aggregated per dtype (comparisons) come from the shard that ran the dtype.
 json pick_dtype_rows(const std::vector<const json*>& sections, const std::string& row_key, const std::string& dtype_key) {
   json out = json::array();
-  const json& base = (*sections.front())[row_key];
+  const json& base = sections.front()->at(row_key);
+  for (const json* s : sections)
+    if (!s->at(row_key).is_array() || s->at(row_key).size() != base.size()) refuse("a shard has other " + row_key + " rows than shard 0");
   for (size_t i = 0; i < base.size(); ++i) {
-    const std::string dt = base[i].value(dtype_key, "");
+    const std::string dt = base.at(i).value(dtype_key, "");
     size_t from = 0;
     for (size_t s = 0; s < sections.size(); ++s)
-      for (const json& rec : (*sections[s])["records"])
+      for (const json& rec : sections[s]->at("records"))
         if (rec.value("storage", "") == dt && cases_of(rec) > 0) from = s;
-    out.push_back((*sections[from])[row_key].at(i));
+    out.push_back(sections[from]->at(row_key).at(i));
   }
   return out;
 }
@@ -137,7 +144,7 @@ json merge_suite_section(const std::vector<const json*>& sections, const std::ve
                          const std::string& out_path, bool has_flags) {
   json m = *sections.front();
   std::vector<const json*> records;
-  for (const json* s : sections) records.push_back(&(*s)["records"]);
+  for (const json* s : sections) records.push_back(&s->at("records"));
   m["records"] = pick_records(records, shards, out_path);
   m["comparison"] = pick_dtype_rows(sections, "comparison", "dtype");
   m["cases_planned"] = sum_over(sections, [](const json& s) { return s.value("cases_planned", int64_t{0}); });
@@ -158,13 +165,17 @@ json merge_suite_section(const std::vector<const json*>& sections, const std::ve
 json merge_dtype_ordered(const std::vector<const json*>& sections) {
   json m = *sections.front();
   const std::vector<DType> dtypes = dtypes_of(m["config"]);
-  std::vector<json> records;
+  std::vector<std::pair<size_t, json>> records;  // (dtype position, record)
   for (const json* s : sections)
-    for (const json& r : (*s)["records"]) records.push_back(r);
-  std::stable_sort(records.begin(), records.end(), [&](const json& a, const json& b) {
-    return dtype_position(dtypes, *parse_dtype(a.value("storage", "f32"))) < dtype_position(dtypes, *parse_dtype(b.value("storage", "f32")));
-  });
-  m["records"] = records;
+    for (const json& r : s->at("records")) {
+      const auto dt = parse_dtype(r.value("storage", ""));
+      if (!dt) refuse("a record has an unknown storage dtype '" + r.value("storage", "") + "'");
+      records.emplace_back(dtype_position(dtypes, *dt), r);
+    }
+  std::stable_sort(records.begin(), records.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  json merged = json::array();
+  for (auto& [pos, r] : records) merged.push_back(std::move(r));
+  m["records"] = merged;
   m["cases_planned"] = sum_over(sections, [](const json& s) { return s.value("cases_planned", int64_t{0}); });
   m["cases_done"] = sum_over(sections, [](const json& s) { return s.value("cases_done", int64_t{0}); });
   m["passed"] = all_true(sections, "passed");
@@ -202,16 +213,19 @@ json merge_shards(std::vector<ShardReport> shards, const std::string& out_path) 
   m["flag_checks"] = flag_checks_json(flags);
   m["records_passed"] = all_true(top, "records_passed");
   json& run = m["run"];
-  run["cases_planned"] = sum_over(top, [](const json& r) { return r["run"].value("cases_planned", int64_t{0}); });
-  run["cases_done"] = sum_over(top, [](const json& r) { return r["run"].value("cases_done", int64_t{0}); });
+  run["cases_planned"] = sum_over(top, [](const json& r) { return r.at("run").value("cases_planned", int64_t{0}); });
+  run["cases_done"] = sum_over(top, [](const json& r) { return r.at("run").value("cases_done", int64_t{0}); });
   bool passed = m["records_passed"].get<bool>() && all_caught(flags) && run["cases_planned"] == run["cases_done"];
   bool complete = true;
   for (const ShardReport& s : shards) {
-    complete = complete && s.report["run"].value("complete", false);
-    run["start_time"] = std::min(run["start_time"].get<std::string>(), s.report["run"].value("start_time", ""));
-    run["end_time"] = std::max(run["end_time"].get<std::string>(), s.report["run"].value("end_time", ""));
-    auto& bits = run["oracle"]["max_precision_bits_used"];
-    bits = std::max(bits.get<int>(), s.report["run"]["oracle"].value("max_precision_bits_used", 0));
+    const json& sr = s.report.at("run");
+    complete = complete && sr.value("complete", false);
+    run["start_time"] = std::min(run.value("start_time", ""), sr.value("start_time", ""));
+    run["end_time"] = std::max(run.value("end_time", ""), sr.value("end_time", ""));
+    if (run.contains("oracle") && sr.contains("oracle")) {
+      json& bits = run["oracle"]["max_precision_bits_used"];
+      bits = std::max(bits.is_number() ? bits.get<int>() : 0, sr.at("oracle").value("max_precision_bits_used", 0));
+    }
   }
   for (const auto& [key, value] : shards.front().report.items()) {
     if (!value.is_object() || key == "run" || key == "config") continue;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <tuple>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -74,10 +75,11 @@ std::string header(const nlohmann::json& report, const RenderOptions& o) {
 
 /// Pass/fail counts per (section, op, dtype), colored by verdict class.
 std::string summary_section(const std::vector<RecordRef>& records) {
-  std::vector<std::string> order;
-  std::map<std::string, std::array<int64_t, kVerdictClasses>> counts;
+  using Key = std::tuple<std::string, std::string, std::string>;  // section, op, dtype
+  std::vector<Key> order;
+  std::map<Key, std::array<int64_t, kVerdictClasses>> counts;
   for (const RecordRef& r : records) {
-    const std::string key = r.section + '\n' + r.op + '\n' + r.dtype;
+    const Key key{r.section, r.op, r.dtype};
     if (!counts.count(key)) order.push_back(key), counts[key].fill(0);
     ++counts[key][static_cast<size_t>(verdict_class(*r.json))];
   }
@@ -87,10 +89,9 @@ std::string summary_section(const std::vector<RecordRef>& records) {
                   "<th>section</th><th>op</th><th>dtype</th>";
   for (int c = 0; c < kVerdictClasses; ++c) h += fmt::format("<th>{}</th>", verdict_class_name(static_cast<VerdictClass>(c)));
   h += "</tr>";
-  for (const std::string& key : order) {
-    const size_t a = key.find('\n'), b = key.find('\n', a + 1);
-    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td>", escape(key.substr(0, a)), escape(key.substr(a + 1, b - a - 1)),
-                     escape(key.substr(b + 1)));
+  for (const Key& key : order) {
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td>", escape(std::get<0>(key)), escape(std::get<1>(key)),
+                     escape(std::get<2>(key)));
     for (int c = 0; c < kVerdictClasses; ++c) {
       const int64_t n = counts[key][static_cast<size_t>(c)];
       h += n ? fmt::format("<td class=\"n c-{}\">{}</td>", css[c], format_count(n)) : "<td class=\"n\"></td>";

@@ -45,9 +45,10 @@ bool case_points(const nlohmann::json& r, std::vector<ScatterPoint>& ulp, std::v
 
 /// One scatter chart in a figure, thinned, with a caption saying what is drawn.
 std::string scatter_figure(std::vector<ScatterSeries> series, ScatterAxes axes, size_t cap, size_t record_count) {
-  size_t total = 0, low = 0, nonfinite = 0;
+  size_t total = 0, low = 0, nonfinite = 0, off_axis = 0;
   for (const ScatterSeries& s : series)
-    for (const ScatterPoint& p : s.points) total += 1, low += p.y < axes.y_floor, nonfinite += !std::isfinite(p.y);
+    for (const ScatterPoint& p : s.points)
+      total += 1, low += p.y < axes.y_floor, nonfinite += !std::isfinite(p.y), off_axis += !(p.x > 0);
   const size_t dropped = thin_series(series, cap);
   std::string caption = fmt::format("{} cases of {} records", format_count(static_cast<int64_t>(total)), record_count);
   if (dropped)
@@ -57,6 +58,7 @@ std::string scatter_figure(std::vector<ScatterSeries> series, ScatterAxes axes, 
     caption += fmt::format("; {} values below {} (zeros included) drawn at {}", format_count(static_cast<int64_t>(low)),
                            format_value(axes.y_floor), format_value(axes.y_floor));
   if (nonfinite) caption += fmt::format("; {} non-finite drawn on the top edge", format_count(static_cast<int64_t>(nonfinite)));
+  if (off_axis) caption += fmt::format("; {} with n <= 0 not drawn", format_count(static_cast<int64_t>(off_axis)));
   return "<figure>" + scatter_svg(series, axes) + "<figcaption>" + escape(caption) + ".</figcaption></figure>";
 }
 

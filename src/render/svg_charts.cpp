@@ -54,6 +54,7 @@ std::string y_decades(const Frame& f, const LogScale& s) {
 
 /// A label for a power of two: "1", "16", "1k", "64k", "1M".
 std::string pow2_label(int k) {
+  if (k < 0) return fmt::format("2^{}", k);
   if (k < 10) return fmt::format("{}", 1 << k);
   if (k < 20) return fmt::format("{}k", 1 << (k - 10));
   return fmt::format("{}M", 1 << std::min(k - 20, 30));
@@ -62,7 +63,7 @@ std::string pow2_label(int k) {
 /// Vertical grid lines at powers of two of a log10 x axis (every other one when crowded).
 std::string x_powers_of_two(const Frame& f, const LogScale& s) {
   std::string out;
-  const int k0 = static_cast<int>(std::ceil(s.lo / std::log10(2.0))), k1 = static_cast<int>(std::floor(s.hi / std::log10(2.0)));
+  const int k0 = std::max(0, static_cast<int>(std::ceil(s.lo / std::log10(2.0)))), k1 = static_cast<int>(std::floor(s.hi / std::log10(2.0)));
   const int step = std::max(1, (k1 - k0 + 11) / 12);
   for (int k = k0; k <= k1; k += step) {
     const double x = s.at(k * std::log10(2.0));
@@ -178,8 +179,8 @@ std::string scatter_svg(const std::vector<ScatterSeries>& series, const ScatterA
   for (size_t i = 0; i < series.size(); ++i) {
     std::string d;
     for (const ScatterPoint& p : series[i].points) {
-      if (!(p.x > 0) || std::isnan(p.y)) continue;
-      const double ly = std::isinf(p.y) ? sy.hi : std::log10(std::max(p.y, axes.y_floor));
+      if (!(p.x > 0)) continue;  // not on a log axis (counted as not drawn in the caption)
+      const double ly = !std::isfinite(p.y) ? sy.hi : std::log10(std::max(p.y, axes.y_floor));
       d += fmt::format("M{:.1f} {:.1f}h0", sx.at(std::log10(p.x)), sy.at(std::min(ly, sy.hi)));
     }
     if (!d.empty()) out += fmt::format("<path d=\"{}\" class=\"pts\" stroke=\"{}\"/>", d, series_color(i));

@@ -4,6 +4,7 @@
 /// certified oracle runs on the same values; the a priori bounds of docs/bounds.md section 14 are
 /// evaluated alongside. Every check compares a kernel only with the certified oracle.
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,7 @@ struct BudgetCaseOptions {
 
 struct BudgetCaseResult {
   PhCase c;
-  std::vector<BudgetCheck> checks;
+  std::deque<BudgetCheck> checks;  ///< a deque: check() hands out references that later checks must not invalidate
   std::vector<double> kernel_norms;     ///< ||x^_t||, t = 0..L (inf once non-finite)
   std::vector<double> oracle_norms;     ///< certified ||x_t|| (midpoint), t = 0..L
   std::vector<double> fp_budget, exact_budget;  ///< B^_t and B_t, t = 0..L

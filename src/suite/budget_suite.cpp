@@ -5,6 +5,7 @@
 
 #include "core/rng.hpp"
 #include "core/tolerance_table.hpp"
+#include "report/case_json.hpp"
 #include "report/report.hpp"
 
 namespace normcheck {
@@ -84,6 +85,7 @@ BudgetSuiteResult run_budget_suite(const BudgetSuiteConfig& cfg) {
     r.cases.emplace_back();
     if (index < cfg.cases) r.cases.back() = run_budget_case(budget_case_at(cfg, dt, index));
     else r.growth = run_growth(*cfg.growth, dt, r.cases.back());
+    count_finished(r.cases.back().failed());
     return r;
   }, owned);
   for (size_t i = 0; i < total; ++i) {
@@ -130,6 +132,8 @@ nlohmann::json budget_suite_json(const BudgetSuiteConfig& cfg, const BudgetSuite
                         {"oracle_precision_bits", rec.oracle_precision_bits},
                         {"worst_case_seed", std::to_string(rec.worst_seed)}};
     j.update(accumulator_json(rec.acc));
+    // Budget checks have no per-element errors: their ratio to the bound is max_ratio (diff and render read this).
+    j["max_bound_ratio"] = json_number(std::max({0.0, rec.acc.max_bound_ratio(), rec.max_ratio}));
     records.push_back(j);
   }
   for (const BudgetSummary& s : r.summaries)
