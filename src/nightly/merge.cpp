@@ -1,6 +1,7 @@
 #include "nightly/merge.hpp"
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 
 #include "report/report.hpp"
@@ -227,8 +228,11 @@ json merge_shards(std::vector<ShardReport> shards, const std::string& out_path) 
       bits = std::max(bits.is_number() ? bits.get<int>() : 0, sr.at("oracle").value("max_precision_bits_used", 0));
     }
   }
-  for (const auto& [key, value] : shards.front().report.items()) {
-    if (!value.is_object() || key == "run" || key == "config") continue;
+  std::set<std::string> keys;  // sections present in any shard (a shard interrupted early has them null)
+  for (const ShardReport& s : shards)
+    for (const auto& [key, value] : s.report.items())
+      if (value.is_object() && key != "run" && key != "config") keys.insert(key);
+  for (const std::string& key : keys) {
     const std::vector<const json*> parts = section(key);
     for (size_t s = 0; s < parts.size(); ++s)
       if (key != "axis_audit" && (parts[s] == nullptr || parts[s]->is_null()))
@@ -236,12 +240,10 @@ json merge_shards(std::vector<ShardReport> shards, const std::string& out_path) 
     if (key == "rms_block") m[key] = merge_suite_section(parts, shards, out_path, true);
     else if (key == "qr_contraction") m[key] = merge_suite_section(parts, shards, out_path, false);
     else if (key == "grouped_norm") m[key] = merge_dtype_ordered(parts);
-    else if (key == "port_hamiltonian" && value.value("growth", json()).is_null()) m[key] = merge_dtype_ordered(parts);
+    else if (key == "port_hamiltonian" && parts.front()->value("growth", json()).is_null()) m[key] = merge_dtype_ordered(parts);
     else if (key == "axis_audit") m[key] = pick_whole(parts, key);
     else refuse("cannot merge report section '" + key + "'");
   }
-  for (const auto& [key, value] : shards.front().report.items())  // sections null in shard 0
-    if (value.is_null() && key == "axis_audit") m[key] = pick_whole(section(key), key);
   for (const char* key : {"rms_block", "qr_contraction", "grouped_norm", "axis_audit", "port_hamiltonian"})
     if (m.contains(key) && m[key].is_object()) passed = passed && m[key].value("passed", false);
   run["complete"] = complete;
