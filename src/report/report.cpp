@@ -10,9 +10,7 @@
 #include "oracles/certified_layernorm.hpp"
 #include "report/case_json.hpp"
 
-#ifndef NORMCHECK_GIT_REVISION
-#define NORMCHECK_GIT_REVISION "unknown"
-#endif
+#include "git_revision.h"  // generated at build time (cmake/git_revision.cmake)
 #ifndef NORMCHECK_CXX_FLAGS
 #define NORMCHECK_CXX_FLAGS "unknown"
 #endif
