@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nightly/diff.hpp"
 #include "properties/cli_harness.hpp"
 
 namespace {
@@ -53,6 +54,27 @@ TEST(Suites, AreListedWithVersionsAndTheNightlySuiteIsTheFullest) {
   EXPECT_LT(total["quick"], total["default"]);
   EXPECT_LT(total["default"], total["nightly"]);
   EXPECT_EQ(run_cli("suites --bogus").exit_code, 2);
+}
+
+/// A two-record report whose only record has the given err/bound ratio.
+nlohmann::json one_record_report(double ratio) {
+  return {{"tool", "normcheck"}, {"schema_version", "1.0.0"}, {"run", {{"complete", true}}},
+          {"config", {{"suite", "quick"}, {"suite_version", 1}, {"seed", "1"}}},
+          {"records", {{{"op", "layernorm_forward"}, {"kernel", "k"}, {"variant", "v"}, {"storage", "f32"}, {"accum", "f32"},
+                        {"property", "accuracy/normal"}, {"output", "y"}, {"verdict", "pass"}, {"max_ulp", 1.0},
+                        {"rms_ulp", 0.5}, {"max_bound_ratio", ratio}}}}};
+}
+
+TEST(Diff, BoundRatioThresholdIsAbsoluteWithinTheBoundAndRelativeBeyond) {
+  const auto change = [](double before, double after) {
+    return normcheck::nightly::diff_reports(one_record_report(before), one_record_report(after), {}, false).changes.at(0).change;
+  };
+  EXPECT_EQ(change(0.5, 0.65), normcheck::nightly::Change::regression);   // +0.15 > 0.1
+  EXPECT_EQ(change(0.5, 0.55), normcheck::nightly::Change::unchanged);
+  EXPECT_EQ(change(2.0, 2.3), normcheck::nightly::Change::regression);    // +15 % > 10 %
+  EXPECT_EQ(change(2.383e7, 2.383e7 + 1), normcheck::nightly::Change::unchanged);  // noise on a known-weak kernel
+  EXPECT_EQ(change(2.0e7, 3.0e7), normcheck::nightly::Change::regression);
+  EXPECT_EQ(change(0.9, 0.5), normcheck::nightly::Change::improvement);
 }
 
 const std::string kSmallRun = "run --quiet --suite quick --dtypes f32,bf16 ";

@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   diff->add_option("--max-ulp-factor", diff_opts.max_ulp_factor, "regression: max ULP grew by more than this factor (default 2)");
   diff->add_option("--rms-ulp-factor", diff_opts.rms_ulp_factor, "regression: RMS ULP grew by more than this factor (default 1.5)");
   diff->add_option("--bound-ratio-increase", diff_opts.bound_ratio_increase,
-                   "regression: max err/bound grew by more than this (default 0.1)");
+                   "regression: max err/bound grew by more than this x max(1, base) (default 0.1)");
   diff->add_flag("--force", diff_opts.force, "compare reports of different suites or seeds anyway");
   bool suites_json = false;
   CLI::App* suites = app.add_subcommand("suites", "list the named, versioned suites and what each contains");

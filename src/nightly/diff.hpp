@@ -13,7 +13,7 @@ namespace normcheck::nightly {
 struct DiffThresholds {
   double max_ulp_factor = 2.0;         ///< new max ULP > factor x base max ULP (and > 1 ULP apart)
   double rms_ulp_factor = 1.5;         ///< new RMS ULP > factor x base RMS ULP (and > 0.5 ULP apart)
-  double bound_ratio_increase = 0.10;  ///< new max err/bound > base + this
+  double bound_ratio_increase = 0.10;  ///< new max err/bound > base + this x max(1, base)
 };
 
 enum class Change { new_failure, fixed, regression, improvement, unchanged, added, removed };
