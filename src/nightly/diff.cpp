@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "report/case_json.hpp"
+
 namespace normcheck::nightly {
 namespace {
 
@@ -39,9 +41,8 @@ std::string identity(const nlohmann::json& r) {
 double number(const nlohmann::json& r, const char* field) {
   if (!r.contains(field)) return 0;
   const auto& v = r.at(field);
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) return v.get<std::string>() == "nan" ? NAN : v.get<std::string>() == "-inf" ? -HUGE_VAL : HUGE_VAL;
-  return 0;
+  if (const auto x = json_number_value(v)) return *x;
+  return v.is_string() ? HUGE_VAL : 0;
 }
 
 bool failing(const nlohmann::json& r) {

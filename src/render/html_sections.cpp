@@ -7,6 +7,7 @@
 
 #include "core/metrics.hpp"
 #include "render/svg_charts.hpp"
+#include "report/case_json.hpp"
 
 namespace normcheck::render {
 namespace {
@@ -31,10 +32,7 @@ bool case_points(const nlohmann::json& r, std::vector<ScatterPoint>& ulp, std::v
   for (const char* f : {"n", "max_ulp", "max_bound_ratio"})
     if (!p.contains(f) || !p.at(f).is_array()) return false;
   const nlohmann::json &n = p.at("n"), &u = p.at("max_ulp"), &b = p.at("max_bound_ratio");
-  const auto value = [](const nlohmann::json& v) {
-    if (v.is_number()) return v.get<double>();
-    return v.is_string() && v.get<std::string>() == "nan" ? NAN : HUGE_VAL;
-  };
+  const auto value = [](const nlohmann::json& v) { return json_number_value(v).value_or(HUGE_VAL); };
   for (size_t i = 0; i < n.size() && i < u.size() && i < b.size(); ++i) {
     if (!n[i].is_number()) continue;
     ulp.push_back({n[i].get<double>(), value(u[i])});

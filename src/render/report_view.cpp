@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "report/case_json.hpp"
+
 namespace normcheck::render {
 namespace {
 
@@ -82,14 +84,7 @@ bool failing_must_pass(const nlohmann::json& record) {
 
 std::optional<double> number_field(const nlohmann::json& j, const char* field) {
   if (!j.is_object() || !j.contains(field)) return std::nullopt;
-  const nlohmann::json& v = j.at(field);
-  if (v.is_number()) return v.get<double>();
-  if (!v.is_string()) return std::nullopt;
-  const std::string s = v.get<std::string>();
-  if (s == "inf") return HUGE_VAL;
-  if (s == "-inf") return -HUGE_VAL;
-  if (s == "nan") return NAN;
-  return std::nullopt;
+  return json_number_value(j.at(field));
 }
 
 std::string string_field(const nlohmann::json& j, const char* field, const std::string& fallback) {

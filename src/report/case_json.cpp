@@ -27,6 +27,16 @@ nlohmann::json json_number(double v) {
   return hexfloat(v);
 }
 
+std::optional<double> json_number_value(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (!v.is_string()) return std::nullopt;
+  const std::string& s = v.get_ref<const std::string&>();
+  if (s == "inf") return HUGE_VAL;
+  if (s == "-inf") return -HUGE_VAL;
+  if (s == "nan") return NAN;
+  return std::nullopt;
+}
+
 double parse_hexfloat(const std::string& s) {
   if (s.empty()) throw std::invalid_argument("empty number");
   char* end = nullptr;

@@ -1,5 +1,6 @@
 #pragma once
 /// JSON encoding of cases and values: hexfloat strings (exact) beside decimals (readable).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ std::string hexfloat(double v);
 std::string fmt_decimal(double v);
 /// A JSON number when finite, else the string "inf", "-inf" or "nan".
 nlohmann::json json_number(double v);
+
+/// The inverse of json_number: a number, or "inf" / "-inf" / "nan"; nullopt for anything else.
+std::optional<double> json_number_value(const nlohmann::json& v);
 /// Row length of an output tensor: n for per-element outputs (y, dx), 0 for per-column ones.
 inline int64_t row_length_of_output(const std::string& output, int64_t n) {
   return (output == "y" || output == "dx") ? n : 0;
