@@ -16,7 +16,7 @@ namespace {
 
 BudgetSuiteConfig budget_config(const BudgetOptions& o) {
   BudgetSuiteConfig cfg;
-  if (o.dtypes.empty()) for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
+  if (o.dtypes.empty()) cfg.dtypes = dtype_ids();
   else cfg.dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
   if (o.width < kPhMinWidth || o.width > kPhMaxWidth)
     throw std::invalid_argument(fmt::format("--width must be in [{}, {}], got {}", kPhMinWidth, kPhMaxWidth, o.width));

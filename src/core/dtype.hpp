@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "core/float_format.hpp"
 #include "core/half_types.hpp"
@@ -85,6 +86,13 @@ using all_dtypes = std::tuple<f16, bf16, float, double>;
 template <class F>
 void for_each_dtype(F&& f) {
   std::apply([&](auto... tag) { (f(tag), ...); }, all_dtypes{});
+}
+
+/// The ids of all_dtypes, in order.
+inline std::vector<DType> dtype_ids() {
+  std::vector<DType> out;
+  for_each_dtype([&](auto tag) { out.push_back(dtype_traits<decltype(tag)>::id); });
+  return out;
 }
 
 /// Runtime view of the traits table.

@@ -26,71 +26,72 @@ const std::vector<SuiteDef>& suites() {
   return table;
 }
 
+namespace {
+
+/// The suite named `name`, or null.
+const SuiteDef* find_suite(std::string_view name) {
+  for (const SuiteDef& s : suites())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
 std::optional<RunConfig> suite_config(std::string_view name) {
-  for (const SuiteDef& s : suites()) {
-    if (s.name != name) continue;
-    RunConfig cfg;
-    cfg.suite = std::string(s.name);
-    cfg.suite_version = s.version;
-    cfg.ops = {Op::layernorm_forward, Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward};
-    for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
-    cfg.generators = gen::row_generator_names();
-    cfg.cases_per_generator = s.cases_per_generator;
-    cfg.shape.max_elements = s.max_elements;
-    cfg.seed = s.seed;
-    return cfg;
-  }
-  return std::nullopt;
+  const SuiteDef* s = find_suite(name);
+  if (!s) return std::nullopt;
+  RunConfig cfg;
+  cfg.suite = std::string(s->name);
+  cfg.suite_version = s->version;
+  cfg.ops = {Op::layernorm_forward, Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward};
+  cfg.dtypes = dtype_ids();
+  cfg.generators = gen::row_generator_names();
+  cfg.cases_per_generator = s->cases_per_generator;
+  cfg.shape.max_elements = s->max_elements;
+  cfg.seed = s->seed;
+  return cfg;
 }
 
 std::optional<ContractionSuiteConfig> suite_contraction_config(std::string_view name) {
-  for (const SuiteDef& s : suites()) {
-    if (s.name != name) continue;
-    ContractionSuiteConfig cfg;
-    for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
-    cfg.generators = gen::contraction_generator_names();
-    cfg.cases_per_generator = s.contraction_cases_per_generator;
-    cfg.seed = s.seed;
-    return cfg;
-  }
-  return std::nullopt;
+  const SuiteDef* s = find_suite(name);
+  if (!s) return std::nullopt;
+  ContractionSuiteConfig cfg;
+  cfg.dtypes = dtype_ids();
+  cfg.generators = gen::contraction_generator_names();
+  cfg.cases_per_generator = s->contraction_cases_per_generator;
+  cfg.seed = s->seed;
+  return cfg;
 }
 
 std::optional<GroupedSuiteConfig> suite_grouped_config(std::string_view name) {
-  for (const SuiteDef& s : suites()) {
-    if (s.name != name) continue;
-    GroupedSuiteConfig cfg;
-    for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
-    cfg.cases_per_layout = s.grouped_cases_per_layout;
-    cfg.seed = s.seed;
-    return cfg;
-  }
-  return std::nullopt;
+  const SuiteDef* s = find_suite(name);
+  if (!s) return std::nullopt;
+  GroupedSuiteConfig cfg;
+  cfg.dtypes = dtype_ids();
+  cfg.cases_per_layout = s->grouped_cases_per_layout;
+  cfg.seed = s->seed;
+  return cfg;
 }
 
 std::optional<BlockSuiteConfig> suite_block_config(std::string_view name) {
-  for (const SuiteDef& s : suites()) {
-    if (s.name != name) continue;
-    BlockSuiteConfig cfg;
-    for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
-    cfg.generators = gen::block_generator_names();
-    cfg.cases_per_generator = s.block_cases_per_generator;
-    cfg.seed = s.seed;
-    return cfg;
-  }
-  return std::nullopt;
+  const SuiteDef* s = find_suite(name);
+  if (!s) return std::nullopt;
+  BlockSuiteConfig cfg;
+  cfg.dtypes = dtype_ids();
+  cfg.generators = gen::block_generator_names();
+  cfg.cases_per_generator = s->block_cases_per_generator;
+  cfg.seed = s->seed;
+  return cfg;
 }
 
 std::optional<BudgetSuiteConfig> suite_budget_config(std::string_view name) {
-  for (const SuiteDef& s : suites()) {
-    if (s.name != name) continue;
-    BudgetSuiteConfig cfg;
-    for_each_dtype([&](auto tag) { cfg.dtypes.push_back(dtype_traits<decltype(tag)>::id); });
-    cfg.cases = s.budget_cases_per_dtype;
-    cfg.seed = s.seed;
-    return cfg;
-  }
-  return std::nullopt;
+  const SuiteDef* s = find_suite(name);
+  if (!s) return std::nullopt;
+  BudgetSuiteConfig cfg;
+  cfg.dtypes = dtype_ids();
+  cfg.cases = s->budget_cases_per_dtype;
+  cfg.seed = s->seed;
+  return cfg;
 }
 
 }  // namespace normcheck
