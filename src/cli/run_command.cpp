@@ -121,14 +121,6 @@ void assign_shards(RunPlan& plan, ShardSpec s) {
   plan.audit_shard = next(1);
 }
 
-/// Cases a dtype-sliced section plans on its shard.
-template <class Config>
-int64_t owned_cases(const std::optional<Config>& cfg, int64_t per_dtype) {
-  if (!cfg) return 0;
-  int64_t n = 0;
-  for (size_t d = 0; d < cfg->dtypes.size(); ++d) n += cfg->shard.owns(static_cast<int64_t>(d)) ? per_dtype : 0;
-  return n;
-}
 
 RunConfig build_ops_config(const RunOptions& o, RunConfig cfg, const std::vector<std::string>& ops) {
   try {
@@ -304,13 +296,8 @@ class ProgressLine {
 
 /// Cases the plan runs on this shard, over every section.
 int64_t planned_cases(const RunPlan& plan) {
-  const auto per_dtype = [](const auto& cfg) {
-    return cfg ? static_cast<int64_t>(cfg->generators.size()) * cfg->cases_per_generator : 0;
-  };
-  return (plan.ops ? planned_cases(*plan.ops) : 0) + owned_cases(plan.block, per_dtype(plan.block)) +
-         owned_cases(plan.contraction, per_dtype(plan.contraction)) +
-         owned_cases(plan.grouped, plan.grouped ? 9 * static_cast<int64_t>(plan.grouped->cases_per_layout) : 0) +
-         owned_cases(plan.budget, plan.budget ? static_cast<int64_t>(plan.budget->cases) : 0);
+  const auto planned = [](const auto& cfg) { return cfg ? planned_cases(*cfg) : int64_t{0}; };
+  return planned(plan.ops) + planned(plan.block) + planned(plan.contraction) + planned(plan.grouped) + planned(plan.budget);
 }
 
 void ensure_parent_dir(const std::string& path) {

@@ -244,8 +244,7 @@ json merge_shards(std::vector<ShardReport> shards, const std::string& out_path) 
     else if (key == "axis_audit") m[key] = pick_whole(parts, key);
     else refuse("cannot merge report section '" + key + "'");
   }
-  for (const char* key : {"rms_block", "qr_contraction", "grouped_norm", "axis_audit", "port_hamiltonian"})
-    if (m.contains(key) && m[key].is_object()) passed = passed && m[key].value("passed", false);
+  for (const std::string& key : keys) passed = passed && m[key].value("passed", false);
   run["complete"] = complete;
   run["passed"] = passed && complete;
   run["shard"] = nullptr;

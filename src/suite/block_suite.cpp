@@ -39,6 +39,10 @@ std::vector<const BlockKernelEntry*> selected_block_kernels(const BlockSuiteConf
   return out;
 }
 
+DtypeSlice dtype_slice(const BlockSuiteConfig& cfg) {
+  return {cfg.shard, cfg.dtypes.size(), cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator)};
+}
+
 WorkItem item_at(const BlockSuiteConfig& cfg, size_t i) {
   return work_item_at(cfg.dtypes, cfg.generators.size(), cfg.cases_per_generator, i);
 }
@@ -148,6 +152,8 @@ void merge(const ItemResult& item, int64_t item_index, std::vector<BlockRecord>&
 
 }  // namespace
 
+int64_t planned_cases(const BlockSuiteConfig& cfg) { return dtype_slice(cfg).planned(); }
+
 uint64_t block_case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t case_index) {
   // A fourth derivation word keeps block cases independent of the LayerNorm cases of the same seed.
   return derive_seed(derive_seed(run_seed, 0xb10c), static_cast<uint64_t>(dt), generator_index,
@@ -183,9 +189,10 @@ BlockSuiteResult run_block_suite(const BlockSuiteConfig& cfg) {
   std::map<std::tuple<const BlockKernelEntry*, size_t, std::string>, size_t> index;
   BlockSuiteResult result;
   result.records = plan(cfg, kernels, index);
-  const size_t total = cfg.dtypes.size() * cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator);
-  const auto owned = [&](size_t i) { return cfg.shard.owns(static_cast<int64_t>(dtype_position(cfg.dtypes, item_at(cfg, i).dtype))); };
-  result.cases_planned = count_owned(total, owned);
+  const DtypeSlice slice = dtype_slice(cfg);
+  const size_t total = slice.total();
+  const auto owned = [&](size_t i) { return slice.owns(i); };
+  result.cases_planned = slice.planned();
   std::mutex journal_mu;
   const auto done = run_items<ItemResult>(
       total, cfg.threads, [&](size_t i) { return run_item(cfg, item_at(cfg, i), kernels, index, journal_mu); }, owned);

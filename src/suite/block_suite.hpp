@@ -86,4 +86,7 @@ bool block_suite_passed(const BlockSuiteResult& r);
 bool block_records_passed(const BlockSuiteResult& r);
 
 
+/// Cases the config's shard plans.
+int64_t planned_cases(const BlockSuiteConfig& cfg);
+
 }  // namespace normcheck

@@ -60,9 +60,16 @@ BudgetSummary summary_of(const BudgetCaseResult& c) {
   return s;
 }
 
+/// The random cases of a dtype, and its growth table when configured.
+DtypeSlice dtype_slice(const BudgetSuiteConfig& cfg) {
+  return {cfg.shard, cfg.dtypes.size(), static_cast<size_t>(cfg.cases) + (cfg.growth ? 1 : 0)};
+}
+
 nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
 }  // namespace
+
+int64_t planned_cases(const BudgetSuiteConfig& cfg) { return dtype_slice(cfg).planned(); }
 
 PhCase budget_case_at(const BudgetSuiteConfig& cfg, DType dt, int64_t index) {
   const uint64_t seed = derive_seed(cfg.seed, 0x9420, static_cast<uint64_t>(dt), static_cast<uint64_t>(index));
@@ -74,10 +81,10 @@ PhCase budget_case_at(const BudgetSuiteConfig& cfg, DType dt, int64_t index) {
 
 BudgetSuiteResult run_budget_suite(const BudgetSuiteConfig& cfg) {
   BudgetSuiteResult result;
-  const size_t per_dtype = static_cast<size_t>(cfg.cases) + (cfg.growth ? 1 : 0);
-  const size_t total = cfg.dtypes.size() * per_dtype;
-  const auto owned = [&](size_t i) { return cfg.shard.owns(static_cast<int64_t>(i / per_dtype)); };
-  result.cases_planned = count_owned(total, owned);
+  const DtypeSlice slice = dtype_slice(cfg);
+  const size_t per_dtype = slice.per_dtype, total = slice.total();
+  const auto owned = [&](size_t i) { return slice.owns(i); };
+  result.cases_planned = slice.planned();
   const auto done = run_items<ItemResult>(total, cfg.threads, [&](size_t i) {
     const DType dt = cfg.dtypes[i / per_dtype];
     const auto index = static_cast<int64_t>(i % per_dtype);

@@ -63,4 +63,7 @@ BudgetSuiteResult run_budget_suite(const BudgetSuiteConfig& cfg);
 bool budget_suite_passed(const BudgetSuiteResult& r);
 nlohmann::json budget_suite_json(const BudgetSuiteConfig& cfg, const BudgetSuiteResult& r);
 
+/// Cases the config's shard plans.
+int64_t planned_cases(const BudgetSuiteConfig& cfg);
+
 }  // namespace normcheck

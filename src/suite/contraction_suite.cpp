@@ -17,6 +17,10 @@
 namespace normcheck {
 namespace {
 
+DtypeSlice dtype_slice(const ContractionSuiteConfig& cfg) {
+  return {cfg.shard, cfg.dtypes.size(), cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator)};
+}
+
 WorkItem item_at(const ContractionSuiteConfig& cfg, size_t i) {
   return work_item_at(cfg.dtypes, cfg.generators.size(), cfg.cases_per_generator, i);
 }
@@ -105,6 +109,8 @@ void merge_one(ContractionRecord& rec, const ItemResult& item, const OutputJudge
 
 }  // namespace
 
+int64_t planned_cases(const ContractionSuiteConfig& cfg) { return dtype_slice(cfg).planned(); }
+
 uint64_t contraction_case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t case_index) {
   return derive_seed(derive_seed(run_seed, 0x9c0), static_cast<uint64_t>(dt), generator_index, static_cast<uint64_t>(case_index));
 }
@@ -119,9 +125,10 @@ ContractionSuiteResult run_contraction_suite(const ContractionSuiteConfig& cfg) 
   validate_contraction_config(cfg);
   ContractionSuiteResult result;
   result.records = plan(cfg);
-  const size_t total = cfg.dtypes.size() * cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator);
-  const auto owned = [&](size_t i) { return cfg.shard.owns(static_cast<int64_t>(dtype_position(cfg.dtypes, item_at(cfg, i).dtype))); };
-  result.cases_planned = count_owned(total, owned);
+  const DtypeSlice slice = dtype_slice(cfg);
+  const size_t total = slice.total();
+  const auto owned = [&](size_t i) { return slice.owns(i); };
+  result.cases_planned = slice.planned();
   std::mutex mu;
   const auto done = run_items<ItemResult>(
       total, cfg.threads, [&](size_t i) { return run_item(cfg, item_at(cfg, i), mu); }, owned);

@@ -60,4 +60,7 @@ ContractionSuiteResult run_contraction_suite(const ContractionSuiteConfig& cfg);
 /// Every must-pass (contracted) record passed and nothing was interrupted.
 bool contraction_suite_passed(const ContractionSuiteResult& r);
 
+/// Cases the config's shard plans.
+int64_t planned_cases(const ContractionSuiteConfig& cfg);
+
 }  // namespace normcheck

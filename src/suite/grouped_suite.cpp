@@ -20,6 +20,11 @@ struct Item {
   int64_t index;
 };
 
+/// Every (kind, layout) pair of a dtype, cases_per_layout cases each.
+DtypeSlice dtype_slice(const GroupedSuiteConfig& cfg) {
+  return {cfg.shard, cfg.dtypes.size(), std::size(kKinds) * std::size(kLayouts) * static_cast<size_t>(cfg.cases_per_layout)};
+}
+
 Item item_at(const GroupedSuiteConfig& cfg, size_t i) {
   const size_t per_layout = static_cast<size_t>(cfg.cases_per_layout), per_kind = 3 * per_layout, per_dtype = 3 * per_kind;
   return {cfg.dtypes[i / per_dtype], static_cast<int>((i % per_dtype) / per_kind), static_cast<int>((i % per_kind) / per_layout),
@@ -33,6 +38,8 @@ struct ItemResult {
 
 }  // namespace
 
+int64_t planned_cases(const GroupedSuiteConfig& cfg) { return dtype_slice(cfg).planned(); }
+
 uint64_t grouped_case_seed(uint64_t run_seed, DType dt, int kind, int layout, int64_t index) {
   return derive_seed(derive_seed(run_seed, 0x6e0 + static_cast<uint64_t>(kind)), static_cast<uint64_t>(dt),
                      static_cast<uint64_t>(layout), static_cast<uint64_t>(index));
@@ -40,9 +47,10 @@ uint64_t grouped_case_seed(uint64_t run_seed, DType dt, int kind, int layout, in
 
 GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg) {
   GroupedSuiteResult result;
-  const size_t total = cfg.dtypes.size() * 9 * static_cast<size_t>(cfg.cases_per_layout);
-  const auto owned = [&](size_t i) { return cfg.shard.owns(static_cast<int64_t>(dtype_position(cfg.dtypes, item_at(cfg, i).dtype))); };
-  result.cases_planned = count_owned(total, owned);
+  const DtypeSlice slice = dtype_slice(cfg);
+  const size_t total = slice.total();
+  const auto owned = [&](size_t i) { return slice.owns(i); };
+  result.cases_planned = slice.planned();
   const auto done = run_items<ItemResult>(total, cfg.threads, [&](size_t i) {
     const Item it = item_at(cfg, i);
     ItemResult r;

@@ -48,4 +48,7 @@ GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg);
 bool grouped_suite_passed(const GroupedSuiteResult& r);
 nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSuiteResult& r);
 
+/// Cases the config's shard plans.
+int64_t planned_cases(const GroupedSuiteConfig& cfg);
+
 }  // namespace normcheck

@@ -64,6 +64,16 @@ int64_t count_owned(size_t total, Owned owned) {
   return n;
 }
 
+/// The items of a dtype-major section with `per_dtype` items per dtype, sliced by dtype (the unit
+/// of the block, QR-contraction, grouped-norm and port-Hamiltonian sections).
+struct DtypeSlice {
+  ShardSpec shard;
+  size_t dtypes = 0, per_dtype = 0;
+  size_t total() const { return dtypes * per_dtype; }
+  bool owns(size_t item) const { return shard.owns(static_cast<int64_t>(item / per_dtype)); }
+  int64_t planned() const { return count_owned(total(), [this](size_t i) { return owns(i); }); }
+};
+
 /// Runs fn(i) for every i in [0, total) with wanted(i) on `threads` threads; results by index,
 /// empty where an item is not wanted (another shard's) or a stop request left it undone.
 template <class Result, class Fn, class Wanted>
