@@ -20,6 +20,7 @@ struct CertifiedAffineLn {
   int precision_bits = 0;
   double max_err_ulps = 0;
   bool certified = false;
+  int64_t undecided_roundings = 0;  ///< outputs whose rounding the enclosure does not decide
 };
 
 CertifiedAffineLn evaluate_affine_ln_mpfi50(const ContractionCase& c, bool with_vjp);

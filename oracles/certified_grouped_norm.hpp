@@ -16,6 +16,7 @@ struct CertifiedGroupedNorm {
   int precision_bits = 0;
   double max_err_ulps = 0;
   bool certified = false;
+  int64_t undecided_roundings = 0;  ///< outputs whose rounding the enclosure does not decide
 };
 
 struct GroupedNormLayout {

@@ -7,33 +7,21 @@ namespace {
 
 using Evaluator = CertifiedLayerNorm (*)(const LayerNormCase&, bool);
 
-/// Tries the precisions in order until one certifies every output; returns the last otherwise.
-CertifiedLayerNorm escalate(const LayerNormCase& c, bool with_vjp, std::initializer_list<Evaluator> levels) {
-  CertifiedLayerNorm r;
-  for (Evaluator level : levels) {
-    r = level(c, with_vjp);
-    if (r.certified) break;
-  }
-  return r;
-}
-
 }  // namespace
 
 CertifiedLayerNorm certified_layernorm(const LayerNormCase& c, bool with_vjp) {
-  return escalate(c, with_vjp, {evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150, evaluate_layernorm_mpfi400});
+  return escalate_until_accepted<CertifiedLayerNorm>(
+      {evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150, evaluate_layernorm_mpfi400}, c, with_vjp);
 }
 
 CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
-  CertifiedRmsBlock r;
-  for (auto level : {evaluate_rms_block_mpfi50, evaluate_rms_block_mpfi150, evaluate_rms_block_mpfi400}) {
-    r = level(c);
-    if (r.certified) break;
-  }
-  return r;
+  return escalate_until_accepted<CertifiedRmsBlock>(
+      {evaluate_rms_block_mpfi50, evaluate_rms_block_mpfi150, evaluate_rms_block_mpfi400}, c);
 }
 
 CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp) {
-  return escalate(c, with_vjp, {evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400});
+  return escalate_until_accepted<CertifiedLayerNorm>(
+      {evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400}, c, with_vjp);
 }
 
 }  // namespace normcheck::oracle

@@ -19,6 +19,9 @@ struct CertifiedLayerNorm {
   double max_err_ulps = 0;  ///< certified: max over outputs of rad / ulp_dtype(value)
   double max_rel_err = 0;   ///< certified: max over nonzero outputs of rad / |value|
   bool certified = false;   ///< max_err_ulps <= kRequiredUlpFraction
+  /// Outputs whose rounding to the dtype the enclosure does not decide (a tie or the overflow
+  /// threshold inside it); the escalation goes on while there are any (Ziv's loop).
+  int64_t undecided_roundings = 0;
 };
 
 /// Evaluates at 50 decimal digits (MPFI, about 168 bits).
@@ -39,8 +42,10 @@ CertifiedLayerNorm evaluate_rmsnorm_mpfi400(const LayerNormCase& c, bool with_vj
 CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp);
 
 /// Evaluates at 168 bits and escalates to 500, then 1330 bits, while some enclosure is wider than
-/// kRequiredUlpFraction of an output ULP. If even 1330 bits do not suffice (cancellation deeper
-/// than about 1200 bits), `certified` is false and the elements concerned are not judged.
+/// kRequiredUlpFraction of an output ULP or straddles a rounding boundary of the dtype (Ziv's
+/// loop). If even 1330 bits do not suffice (cancellation deeper than about 1200 bits),
+/// `certified` is false and the elements concerned are not judged; an element whose rounding is
+/// still undecided is judged by its enclosure (either candidate rounding is accepted).
 CertifiedLayerNorm certified_layernorm(const LayerNormCase& c, bool with_vjp);
 
 }  // namespace normcheck::oracle

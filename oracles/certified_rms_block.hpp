@@ -19,6 +19,7 @@ struct CertifiedRmsBlock {
   int precision_bits = 0;
   double max_err_ulps = 0;
   bool certified = false;
+  int64_t undecided_roundings = 0;  ///< outputs whose rounding the enclosure does not decide
 };
 
 CertifiedRmsBlock evaluate_rms_block_mpfi50(const RmsBlockCase& c);

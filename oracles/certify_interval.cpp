@@ -44,6 +44,40 @@ double interval_mid_double(mpfi_srcptr v) {
   return mpfr_get_d(m.v, MPFR_RNDN);
 }
 
+namespace {
+
+/// Values below 2^kTinyExponent or at and above 2^kHugeExponent are stored scaled.
+constexpr mpfr_exp_t kHugeExponent = 1000;
+
+/// The power-of-two scale of an enclosure: the exponent of its midpoint (or, for an enclosure
+/// centred on exactly 0, of its wider endpoint, so that the radius stays representable) when that
+/// is tiny or huge, else 0.
+int scale_of(mpfr_srcptr left, mpfr_srcptr right, mpfr_srcptr mid) {
+  mpfr_exp_t e = 0;
+  if (!mpfr_zero_p(mid))
+    e = mpfr_get_exp(mid);
+  else if (!mpfr_zero_p(left) || !mpfr_zero_p(right))
+    e = std::max(mpfr_zero_p(left) ? mpfr_exp_t{-1} << 40 : mpfr_get_exp(left),
+                 mpfr_zero_p(right) ? mpfr_exp_t{-1} << 40 : mpfr_get_exp(right));
+  return e < kTinyExponent || e >= kHugeExponent ? static_cast<int>(e) : 0;
+}
+
+/// Ziv's test on the enclosure: both ends round to the same dtype value (the sign of zero aside).
+void decide_rounding(mpfr_srcptr left, mpfr_srcptr right, DType dtype, CertifiedValue& out) {
+  if (mpfr_zero_p(left) && mpfr_zero_p(right)) {  // an exact zero (MPFI writes it [+0, -0])
+    out.rounded = out.rounded_alt = 0.0;
+    return;
+  }
+  const double r_left = round_mpfr_to_dtype(left, dtype), r_right = round_mpfr_to_dtype(right, dtype);
+  out.rounded = r_left;
+  out.rounded_alt = r_right;
+  out.rounding_decided = r_left == r_right;  // -0 == +0: a zero of either sign is the same value
+  out.zero_sign_undecided = r_left == 0 && r_right == 0 && std::signbit(r_left) != std::signbit(r_right);
+  if (out.zero_sign_undecided) out.rounded = out.rounded_alt = 0.0;
+}
+
+}  // namespace
+
 CertifiedValue certify_interval(mpfi_srcptr v, DType dtype) {
   const mpfr_prec_t prec = mpfi_get_prec(v) + 8;
   MpfrTemp left(prec), right(prec), mid(prec), tail(prec), a(prec), b(prec);
@@ -51,27 +85,16 @@ CertifiedValue certify_interval(mpfi_srcptr v, DType dtype) {
   mpfi_get_right(right.v, v);
   CertifiedValue out;
   if (mpfr_nan_p(left.v) || mpfr_nan_p(right.v) || mpfr_inf_p(left.v) || mpfr_inf_p(right.v)) {
-    out.hi = out.rounded = std::numeric_limits<double>::quiet_NaN();
+    out.hi = out.rounded = out.rounded_alt = std::numeric_limits<double>::quiet_NaN();
     out.rad = std::numeric_limits<double>::infinity();
-    out.rounding_certain = false;
+    out.rounding_decided = false;
     return out;
   }
   mpfr_add(mid.v, left.v, right.v, MPFR_RNDN);  // exact: prec exceeds the endpoints' by 8 bits
   mpfr_div_2ui(mid.v, mid.v, 1, MPFR_RNDN);
-  out.rounded = round_mpfr_to_dtype(mid.v, dtype);
-  const double r_left = round_mpfr_to_dtype(left.v, dtype);
-  const double r_right = round_mpfr_to_dtype(right.v, dtype);
-  out.rounding_certain = r_left == r_right && std::signbit(r_left) == std::signbit(r_right);
-  // Scale tiny values up by a power of two (exact) so hi, lo and rad stay normal doubles.
-  // An enclosure centred on exactly 0 (an exact zero computed through cancellations) is scaled
-  // by its wider endpoint, so that its radius stays representable below denorm_min.
-  mpfr_exp_t e = 0;
-  if (!mpfr_zero_p(mid.v))
-    e = mpfr_get_exp(mid.v);
-  else if (!mpfr_zero_p(left.v) || !mpfr_zero_p(right.v))
-    e = std::max(mpfr_zero_p(left.v) ? mpfr_exp_t{-1} << 40 : mpfr_get_exp(left.v),
-                 mpfr_zero_p(right.v) ? mpfr_exp_t{-1} << 40 : mpfr_get_exp(right.v));
-  out.scale = e < kTinyExponent ? static_cast<int>(e) : 0;
+  decide_rounding(left.v, right.v, dtype, out);
+  // Scale tiny and huge values by a power of two (exact) so hi, lo and rad stay finite normal doubles.
+  out.scale = scale_of(left.v, right.v, mid.v);
   for (mpfr_ptr p : {left.v, right.v, mid.v}) mpfr_div_2si(p, p, out.scale, MPFR_RNDN);
   out.hi = mpfr_get_d(mid.v, MPFR_RNDN);
   mpfr_sub_d(tail.v, mid.v, out.hi, MPFR_RNDN);

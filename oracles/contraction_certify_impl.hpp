@@ -25,6 +25,7 @@ CertifiedAffineLn evaluate_affine_ln(const ContractionCase& c, bool with_vjp, in
   mids(stats.var, out.var, out.var_rad);
   mids(stats.rstd, out.rstd, out.rstd_rad);
   out.max_err_ulps = acc.max_err_ulps;
+  out.undecided_roundings = acc.undecided_roundings;
   out.certified = acc.max_err_ulps <= kRequiredUlpFraction;
   return out;
 }

@@ -10,12 +10,8 @@ CoefficientError coefficient_error(const AffineLnAffine& blk, const StoredContra
 }
 
 CertifiedAffineLn certified_affine_ln(const ContractionCase& c, bool with_vjp) {
-  CertifiedAffineLn r;
-  for (auto level : {evaluate_affine_ln_mpfi50, evaluate_affine_ln_mpfi150, evaluate_affine_ln_mpfi400}) {
-    r = level(c, with_vjp);
-    if (r.certified) break;
-  }
-  return r;
+  return escalate_until_accepted<CertifiedAffineLn>(
+      {evaluate_affine_ln_mpfi50, evaluate_affine_ln_mpfi150, evaluate_affine_ln_mpfi400}, c, with_vjp);
 }
 
 }  // namespace normcheck::oracle

@@ -26,6 +26,7 @@ CertifiedGroupedNorm evaluate_grouped(const GroupedNormCase& c, const GroupedNor
   mids(r.var, out.var, out.var_rad);
   mids(r.rstd, out.rstd, out.rstd_rad);
   out.max_err_ulps = acc.max_err_ulps;
+  out.undecided_roundings = acc.undecided_roundings;
   out.certified = acc.max_err_ulps <= kRequiredUlpFraction;
   return out;
 }

@@ -6,12 +6,8 @@ NORMCHECK_DEFINE_MPFI_GROUPED_ORACLE(50)
 namespace normcheck::oracle {
 
 CertifiedGroupedNorm certified_grouped_norm(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp) {
-  CertifiedGroupedNorm r;
-  for (auto level : {evaluate_grouped_mpfi50, evaluate_grouped_mpfi150, evaluate_grouped_mpfi400}) {
-    r = level(c, l, with_vjp);
-    if (r.certified) break;
-  }
-  return r;
+  return escalate_until_accepted<CertifiedGroupedNorm>(
+      {evaluate_grouped_mpfi50, evaluate_grouped_mpfi150, evaluate_grouped_mpfi400}, c, l, with_vjp);
 }
 
 }  // namespace normcheck::oracle

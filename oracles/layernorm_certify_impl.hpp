@@ -23,7 +23,8 @@ std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dt
     const CertifiedValue& cv = r.back();
     out.max_err_ulps = std::max(out.max_err_ulps, cv.rad_in(ulp_at(cv.approx(), fmt)));
     if (cv.hi != 0) out.max_rel_err = std::max(out.max_rel_err, cv.rad / std::fabs(cv.hi));
-    if (std::isnan(cv.rad)) out.max_err_ulps = HUGE_VAL;
+    if (cv.unbounded()) out.max_err_ulps = HUGE_VAL;
+    if (!cv.rounding_decided) ++out.undecided_roundings;
   }
   return r;
 }
@@ -126,6 +127,7 @@ CertifiedRmsBlock evaluate_rms_block(const RmsBlockCase& c, int precision_bits) 
     }
   }
   out.max_err_ulps = acc.max_err_ulps;
+  out.undecided_roundings = acc.undecided_roundings;
   out.certified = acc.max_err_ulps <= kRequiredUlpFraction;
   return out;
 }

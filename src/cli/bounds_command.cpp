@@ -40,7 +40,7 @@ nlohmann::json sample_summary(const TensorBound& b, const std::vector<CertifiedV
           {"median_bound", finite.empty() ? 0.0 : finite[finite.size() / 2]},
           {"max_bound_over_abs_value", max_rel},
           {"first_bounds", hex_array(std::vector<double>(b.bound.begin(), b.bound.begin() + std::min<size_t>(3, b.bound.size())))},
-          {"observed_max_error_over_bound", json_number(std::max(0.0, observed.own.max_bound_ratio()))}};
+          {"observed_max_error_over_bound", json_number(observed.own.max_rigor_ratio())}};
 }
 
 void print_text(const nlohmann::json& j) {

@@ -59,13 +59,11 @@ nlohmann::json contraction_certificate(const AffineLnAffine& blk, DType source, 
   const oracle::CertifiedAffineLn ref_orig = source == k.storage ? ref : oracle::certified_affine_ln(orig, true);
   const ContractionBound bound = contracted_bound(stored, view, err, ref, contraction_accum(k.storage));
   const AffineLnOutputs got = run_contracted(k, stored), original = run_original(orig);
-  const auto unbounded = [](size_t n) {
-    return TensorBound{std::vector<double>(n, std::numeric_limits<double>::infinity()), std::vector<uint8_t>(n, 0)};
-  };
+  const ContractionBound envelope = original_envelope(orig, contraction_accum(source));  // no a priori bound
   const OutputJudgement f = judge_tensor("f", got.f, ref.f, bound.f, nullptr, k.storage, 1.0);
   const OutputJudgement dx = judge_tensor("dx", got.dx, ref.dx, bound.dx, nullptr, k.storage, 1.0);
-  const OutputJudgement of = judge_tensor("f", original.f, ref_orig.f, unbounded(original.f.size()), nullptr, source, 1.0);
-  const OutputJudgement odx = judge_tensor("dx", original.dx, ref_orig.dx, unbounded(original.dx.size()), nullptr, source, 1.0);
+  const OutputJudgement of = judge_tensor("f", original.f, ref_orig.f, envelope.f, nullptr, source, 1.0);
+  const OutputJudgement odx = judge_tensor("dx", original.dx, ref_orig.dx, envelope.dx, nullptr, source, 1.0);
   passed = !f.failed && !dx.failed && ref.certified && ref_orig.certified;
   const ParameterCounts pc = parameter_counts(blk);
   return {

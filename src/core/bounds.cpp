@@ -128,6 +128,7 @@ TensorBound layernorm_forward_bound(const LayerNormCase& c, const oracle::Certif
       out.bound[k] = may_overflow ? kInf : with_store(y, e_s, u);
     }
   }
+  add_forward_envelope(c, m, out);
   return out;
 }
 
@@ -202,7 +203,9 @@ BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::Cer
       const size_t k = base + static_cast<size_t>(j);
       const double magnitude = r.rstd * (std::fabs(g[j]) + mg_abs + za[j] * mgz_abs);
       out.dx.regime[k] = r.regime | output_regime(dx, magnitude, c.dtype);
-      const bool may_overflow = sums_overflow || reaches(magnitude + e, u.max_a) || reaches(dx + e, max_s);
+      // c = (g - A) - z B itself (before the product with r), r c, and the store.
+      const bool may_overflow = sums_overflow || reaches(cj + e_c, u.max_a) || reaches(magnitude + e, u.max_a) ||
+                                reaches(dx + e, max_s);
       if (may_overflow) out.dx.regime[k] |= kRegimeOverflow;
       out.dx.bound[k] = may_overflow ? kInf : with_store(dx, e, u);
     }
@@ -222,6 +225,7 @@ BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::Cer
     out.dgamma.bound[j] = g_over ? kInf : with_store(vg, e_g, u);
     out.dbeta.bound[j] = b_over ? kInf : with_store(vb, e_b, u);
   }
+  add_backward_envelope(c, m, out.dx, out.dgamma, &out.dbeta);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/layernorm_case.hpp"
+#include "core/metrics.hpp"
 #include "oracles/certified_layernorm.hpp"
 
 namespace normcheck {
@@ -50,10 +51,22 @@ std::vector<std::string> regime_names(uint8_t flags);
 /// gamma_k = k u / (1 - k u) (Higham, eq. 3.8); +inf when k u >= 1 (bound void).
 double gamma_k(double k, double u);
 
-/// Per-element bounds of one output tensor and the regime of each element.
+/// Per-element bounds of one output tensor and the regime of each element, with the envelope
+/// that judges an element whose bound is void (docs/bounds.md section 15).
 struct TensorBound {
   std::vector<double> bound;
   std::vector<uint8_t> regime;
+  /// Every value the model's arithmetic can produce lies in env_center +- env_radius, whatever the
+  /// regime (empty vectors or an infinite radius: no envelope; an empty center is 0).
+  std::vector<double> env_center, env_radius;
+
+  /// The envelope of element k.
+  Envelope envelope(size_t k) const {
+    Envelope e;
+    if (k < env_radius.size()) e.radius = env_radius[k];
+    if (k < env_center.size()) e.center = env_center[k];
+    return e;
+  }
 };
 
 /// Bound on |y_hat - y| for the forward pass (docs/bounds.md, section 2).
@@ -84,6 +97,14 @@ TensorBound rmsnorm_forward_bound(const LayerNormCase& c, const oracle::Certifie
 /// Bounds on RMSNorm dx and dgamma (dbeta left empty; docs/bounds.md section 10).
 BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
                                      const BoundModel& m);
+
+/// Fills out's envelope for LayerNorm y (centred on beta) or RMSNorm y (centred on 0) under the
+/// model's arithmetic (docs/bounds.md section 15); rows without one keep an infinite radius.
+void add_forward_envelope(const LayerNormCase& c, const BoundModel& m, TensorBound& out);
+
+/// Fills the envelopes of dx, dgamma and (LayerNorm) dbeta (centred on 0; section 15).
+void add_backward_envelope(const LayerNormCase& c, const BoundModel& m, TensorBound& dx, TensorBound& dgamma,
+                           TensorBound* dbeta);
 
 /// Identifier of the bound a model evaluates, e.g. "LN-TWOPASS-SEQ", "LN-ONEPASS-SEQ".
 std::string bound_id(const BoundModel& m);

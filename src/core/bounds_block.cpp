@@ -31,7 +31,7 @@ std::vector<Em> reciprocal_rms(const RmsBlockCase& c, const oracle::CertifiedRms
   row_regime.assign(r.size(), 0);
   for (int64_t i = 0; i < c.rows; ++i) {
     const RmsRow row = rms_row(view, stats, i, m, u, ru);
-    r[i] = {row.rstd, row.rstd * row.delta_r, (row.regime & kRegimeOverflow) != 0};
+    r[i] = {row.rstd, row.rstd * row.delta_r, (row.regime & kRegimeOverflow) != 0, row_envelope(view, i, m, u).r};
     row_regime[i] = row.regime;
   }
   return r;
@@ -43,9 +43,8 @@ void finish(TensorBound& t, size_t k, const Em& e, const CertifiedValue& ref, ui
   const bool over = e.over || reaches(exact + e.err, a.max_s);
   t.regime[k] = regime | output_regime(exact, e.mag, a.storage) | (over ? kRegimeOverflow : 0);
   t.bound[k] = over ? kInf : with_store(exact, e.err, a.u);
+  set_envelope(t, k, e, a.u);
 }
-
-TensorBound sized(size_t n) { return {std::vector<double>(n), std::vector<uint8_t>(n)}; }
 
 /// Computes the stored u = g * (x r) of the RMSNorm kernel (rows x n).
 std::vector<Em> stored_activations(const RmsBlockCase& c, const std::vector<Em>& r, const EmArith& a) {
@@ -68,7 +67,7 @@ struct BlockContext {
 /// y = W u + b (GEMM with the bias as initial value), u stored by the RMSNorm kernel.
 TensorBound composed_forward(const BlockContext& b, const std::vector<Em>& u) {
   const RmsBlockCase& c = b.c;
-  TensorBound t = sized(b.ref.y.size());
+  TensorBound t = sized_tensor_bound(b.ref.y.size());
   for (int64_t i = 0; i < c.rows; ++i)
     for (int64_t k = 0; k < c.m; ++k) {
       Em s = EmArith::exact(c.b.empty() ? 0.0 : c.b[k]);
@@ -82,7 +81,7 @@ TensorBound composed_forward(const BlockContext& b, const std::vector<Em>& u) {
 void composed_backward(const BlockContext& b, const std::vector<Em>& u, BlockBound& out) {
   const RmsBlockCase& c = b.c;
   const EmArith& a = b.a;
-  out.dx = sized(b.ref.dx.size());
+  out.dx = sized_tensor_bound(b.ref.dx.size());
   std::vector<Em> dg(static_cast<size_t>(c.n)), v(static_cast<size_t>(c.n)), z(static_cast<size_t>(c.n));
   for (int64_t i = 0; i < c.rows; ++i) {
     Em sum_vz;
@@ -101,9 +100,9 @@ void composed_backward(const BlockContext& b, const std::vector<Em>& u, BlockBou
       finish(out.dx, static_cast<size_t>(i * c.n + j), dx, b.ref.dx[i * c.n + j], b.row_regime[i], a);
     }
   }
-  out.dg = sized(b.ref.dg.size());
+  out.dg = sized_tensor_bound(b.ref.dg.size());
   for (int64_t j = 0; j < c.n; ++j) finish(out.dg, static_cast<size_t>(j), dg[j], b.ref.dg[j], b.all_rows, a);
-  out.dw = sized(b.ref.dw.size());
+  out.dw = sized_tensor_bound(b.ref.dw.size());
   for (int64_t k = 0; k < c.m; ++k)
     for (int64_t j = 0; j < c.n; ++j) {
       Em s;
@@ -125,7 +124,7 @@ std::vector<Em> folded_gain(const BlockContext& b) {
 /// y = r (W_g x) + b with W_g stored.
 TensorBound deferred_forward(const BlockContext& b, const std::vector<Em>& wg) {
   const RmsBlockCase& c = b.c;
-  TensorBound t = sized(b.ref.y.size());
+  TensorBound t = sized_tensor_bound(b.ref.y.size());
   for (int64_t i = 0; i < c.rows; ++i)
     for (int64_t k = 0; k < c.m; ++k) {
       Em s;
@@ -140,12 +139,12 @@ TensorBound deferred_forward(const BlockContext& b, const std::vector<Em>& wg) {
 void deferred_backward(const BlockContext& b, const std::vector<Em>& wg, const TensorBound& y_bound, BlockBound& out) {
   const RmsBlockCase& c = b.c;
   const EmArith& a = b.a;
-  out.dx = sized(b.ref.dx.size());
+  out.dx = sized_tensor_bound(b.ref.dx.size());
   for (int64_t i = 0; i < c.rows; ++i) {
     Em s;
     for (int64_t k = 0; k < c.m; ++k) {
       const size_t yk = static_cast<size_t>(i * c.m + k);
-      const Em y{upper_abs(b.ref.y[yk]), y_bound.bound[yk], !std::isfinite(y_bound.bound[yk])};
+      const Em y{upper_abs(b.ref.y[yk]), y_bound.bound[yk], !std::isfinite(y_bound.bound[yk]), y_bound.env_radius[yk]};
       const Em pre_bias = c.b.empty() ? y : a.add(y, EmArith::exact(c.b[k]));
       s = a.add(s, a.mul(EmArith::exact(c.dy[yk]), pre_bias));
     }
@@ -157,7 +156,7 @@ void deferred_backward(const BlockContext& b, const std::vector<Em>& wg, const T
       finish(out.dx, static_cast<size_t>(i * c.n + j), dx, b.ref.dx[i * c.n + j], b.row_regime[i], a);
     }
   }
-  out.dw = sized(b.ref.dw.size());
+  out.dw = sized_tensor_bound(b.ref.dw.size());
   std::vector<Em> dg(static_cast<size_t>(c.n));
   for (int64_t k = 0; k < c.m; ++k)
     for (int64_t j = 0; j < c.n; ++j) {
@@ -168,7 +167,7 @@ void deferred_backward(const BlockContext& b, const std::vector<Em>& wg, const T
              b.all_rows, a);
       dg[j] = a.add(dg[j], a.mul(EmArith::exact(c.w[k * c.n + j]), dwg));
     }
-  out.dg = sized(b.ref.dg.size());
+  out.dg = sized_tensor_bound(b.ref.dg.size());
   for (int64_t j = 0; j < c.n; ++j) finish(out.dg, static_cast<size_t>(j), dg[j], b.ref.dg[j], b.all_rows, a);
 }
 

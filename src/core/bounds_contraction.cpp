@@ -12,7 +12,7 @@ using namespace bounds_detail;
 namespace {
 
 /// A stored coefficient as an approximation of the exact one: |exact| <= |stored| + e, error e.
-Em coefficient(double stored, double e) { return {std::fabs(stored) + e, e, false}; }
+Em coefficient(double stored, double e) { return {std::fabs(stored) + e, e, false, std::fabs(stored)}; }
 
 struct RowPairs {
   std::vector<Em> p;  ///< R xbar, against R_hat xbar (exact)
@@ -74,7 +74,7 @@ RowPairs row_pairs(const ContractionCase& c, const oracle::StoredContraction& s,
   const double v = (ref.var[r] + ref.var_rad[r]) * (1 + kRel);
   const double v_low = std::max(0.0, (ref.var[r] - ref.var_rad[r]) * (1 - kRel));
   const double gram = gram_error(s, e, nn * v, row);
-  const Em ms = a.div({nn * v, ss.err + gram, ss.over}, s.n);
+  const Em ms = a.div({nn * v, ss.err + gram, ss.over, ss.hat}, s.n);
   const double delta = rstd_relative_error(v, v_low, ms.err, s.eps, a.u);
   const double rstd = (ref.rstd[r] + ref.rstd_rad[r]) * (1 + kRel);
   // The eps floor: the computed mean of squares is >= 0, so fl(v_hat + eps_hat) >= eps_hat and
@@ -85,7 +85,10 @@ RowPairs row_pairs(const ContractionCase& c, const oracle::StoredContraction& s,
                                             1 / std::sqrt(s.eps)) * kEvaluationSlack
                                  : kInf;
   const double err = std::min(delta < kInf ? rstd * delta : kInf, cap);
-  row.s = {rstd, err, ms.over || !(err < kInf) || reaches(rstd + err, a.u.max_a)};
+  // The computed s_hat <= (1 + u)(1 - u)^(-3/2) / sqrt(eps_hat) in every regime (section 15.1).
+  const double s_hat = eps_hat > 0 ? (1 + a.u.ua) / std::pow(1 - a.u.ua, 1.5) / std::sqrt(eps_hat) * kEvaluationSlack : kInf;
+  const bool sum_overflows = variance_plus_eps_overflows(ms.mag, ms.err, eps_hat, a.u);
+  row.s = {rstd, err, ms.over || sum_overflows || !(err < kInf) || reaches(rstd + err, a.u.max_a), s_hat};
   return row;
 }
 
@@ -104,9 +107,58 @@ void finish(TensorBound& t, size_t k, const Em& v, const CertifiedValue& ref, co
   const bool over = v.over || reaches(exact + v.err, a.max_s);
   t.regime[k] = output_regime(exact, v.mag, a.storage) | (over ? kRegimeOverflow : 0);
   t.bound[k] = over ? kInf : with_store(exact, v.err, a.u);
+  set_envelope(t, k, v, a.u);
+}
+
+/// Element i of a stored affine map: fl_s(init_i + sum_q mat[i][q] in_q) with |in_q| <= in[q].
+double affine_hat(const std::vector<double>& mat, const std::vector<double>& init, const std::vector<double>& in, int64_t i,
+                  const Units& u) {
+  const int64_t len = static_cast<int64_t>(in.size());
+  double s = init.empty() ? 0.0 : std::fabs(init[i]);
+  for (int64_t q = 0; q < len; ++q) s += product_hat(std::fabs(mat[i * len + q]), in[q], u);
+  return stored_hat(sum_hat(s, len + 1, u), u);
+}
+
+/// Element q of a stored transposed map: fl_s(sum_j mat[j][q] in_j) with |in_j| <= in[j], mat rows x len.
+double transposed_hat(const std::vector<double>& mat, const std::vector<double>& in, int64_t q, int64_t len, const Units& u) {
+  double s = 0;
+  for (size_t j = 0; j < in.size(); ++j) s += product_hat(std::fabs(mat[j * len + q]), in[j], u);
+  return stored_hat(sum_hat(s, static_cast<int64_t>(in.size()), u), u);
 }
 
 }  // namespace
+
+ContractionBound original_envelope(const ContractionCase& c, DType accum) {
+  const AffineLnAffine& blk = c.block;
+  const BoundModel model{StatsModel::two_pass, c.dtype, accum, SumOrder::sequential, -1, 0};
+  const Units u = units_of(model);
+  const double eps_hat = round_to_dtype(blk.eps, accum);
+  // Every stored h is unknown but the two-pass normalisation bounds z_hat, and eps bounds r_hat.
+  const double z = normalized_hat(blk.n, eps_hat, u), r = eps_reciprocal_hat(eps_hat, u);
+  const auto gamma = [&](int64_t j) { return blk.gamma.empty() ? 1.0 : blk.gamma[j]; };
+  const auto beta = [&](int64_t j) { return blk.beta.empty() ? 0.0 : blk.beta[j]; };
+  std::vector<double> ln_hat(static_cast<size_t>(blk.n));
+  for (int64_t j = 0; j < blk.n; ++j) ln_hat[j] = std::fabs(beta(j)) + shifted_radius(z, gamma(j), beta(j), u);
+  ContractionBound out;
+  out.f = sized_tensor_bound(static_cast<size_t>(c.rows * blk.m));
+  for (size_t k = 0; k < out.f.bound.size(); ++k) out.f.bound[k] = kInf;
+  for (int64_t i = 0; i < blk.m; ++i) {
+    const double f = affine_hat(blk.W, blk.b, ln_hat, i, u);
+    for (int64_t row = 0; row < c.rows; ++row) out.f.env_radius[row * blk.m + i] = f;
+  }
+  if (c.dy.empty()) return out;
+  out.dx = sized_tensor_bound(static_cast<size_t>(c.rows * blk.d));
+  for (size_t k = 0; k < out.dx.bound.size(); ++k) out.dx.bound[k] = kInf;
+  std::vector<double> dy(static_cast<size_t>(blk.m)), g(static_cast<size_t>(blk.n)), zs(g.size(), z), dh(g.size());
+  for (int64_t row = 0; row < c.rows; ++row) {
+    for (int64_t i = 0; i < blk.m; ++i) dy[i] = std::fabs(c.dy[row * blk.m + i]);
+    for (int64_t j = 0; j < blk.n; ++j)  // du = W^T dy stored, then g = du gamma
+      g[j] = product_hat(transposed_hat(blk.W, dy, j, blk.n, u), std::fabs(gamma(j)), u);
+    backward_dx_hats(g.data(), zs.data(), blk.n, r, false, u, dh.data());
+    for (int64_t q = 0; q < blk.d; ++q) out.dx.env_radius[row * blk.d + q] = transposed_hat(blk.A, dh, q, blk.d, u);
+  }
+  return out;
+}
 
 ContractionBound contracted_bound(const ContractionCase& c, const oracle::StoredContraction& s,
                                   const oracle::CoefficientError& e, const oracle::CertifiedAffineLn& ref, DType accum) {
@@ -114,8 +166,8 @@ ContractionBound contracted_bound(const ContractionCase& c, const oracle::Stored
   const EmArith a{units_of(model), dtype_info(c.dtype).max_finite, c.dtype};
   const int64_t cols = s.d + 1;
   ContractionBound out;
-  out.f = {std::vector<double>(ref.f.size()), std::vector<uint8_t>(ref.f.size())};
-  if (!ref.dx.empty()) out.dx = {std::vector<double>(ref.dx.size()), std::vector<uint8_t>(ref.dx.size())};
+  out.f = sized_tensor_bound(ref.f.size());
+  if (!ref.dx.empty()) out.dx = sized_tensor_bound(ref.dx.size());
   for (int64_t r = 0; r < c.rows; ++r) {
     const RowPairs row = row_pairs(c, s, e, ref, a, accum, r);
     Em t;
@@ -133,7 +185,7 @@ ContractionBound contracted_bound(const ContractionCase& c, const oracle::Stored
         ev = a.add(ev, a.mul(coefficient(s.D[i * cols + q], e.dD[i * cols + q]), EmArith::exact(c.dy[r * s.m + i])));
       for (int64_t l = 0; l < s.k; ++l) g = a.add(g, a.mul(EmArith::exact(s.R[l * cols + q]), row.p[l]));
       const double gram = gram_column_error(s, e, row, q);  // (R_hat^T R_hat xbar)_q against (T^T T xbar)_q
-      g = {g.mag + gram, g.err + gram, g.over};
+      g = {g.mag + gram, g.err + gram, g.over, g.hat};
       const Em dx = a.add(a.mul(row.s, ev), a.mul(coef, g));
       finish(out.dx, static_cast<size_t>(r * s.d + q), dx, ref.dx[r * s.d + q], a);
     }

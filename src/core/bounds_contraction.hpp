@@ -19,4 +19,8 @@ struct ContractionBound {
 ContractionBound contracted_bound(const ContractionCase& c, const oracle::StoredContraction& s,
                                   const oracle::CoefficientError& e, const oracle::CertifiedAffineLn& ref, DType accum);
 
+/// The original (uncontracted) block kernel has no a priori error bound: every bound is +inf and
+/// every element is judged by the envelope of its three stored stages (docs/bounds.md section 15.4).
+ContractionBound original_envelope(const ContractionCase& c, DType accum);
+
 }  // namespace normcheck

@@ -49,36 +49,54 @@ void group_as_row(const GroupedNormCase& c, const oracle::GroupedNormLayout& l, 
   rref.rstd_rad = {ref.rstd_rad[g]};
 }
 
-TensorBound sized(size_t n) { return {std::vector<double>(n, 0.0), std::vector<uint8_t>(n, 0)}; }
-
 void finish(TensorBound& t, size_t k, const Em& v, const CertifiedValue& ref, const EmArith& a) {
   const double exact = upper_abs(ref);
   const bool over = v.over || reaches(exact + v.err, a.max_s);
   t.regime[k] = output_regime(exact, v.mag, a.storage) | (over ? kRegimeOverflow : 0);
   t.bound[k] = over ? kInf : with_store(exact, v.err, a.u);
+  set_envelope(t, k, v, a.u);
 }
 
-/// An oracle statistic as a pair: |exact| <= upper, computed error e.
-Em statistic(double mid, double rad, double e) { return {(std::fabs(mid) + rad) * (1 + kRel), e, !std::isfinite(e)}; }
+/// An oracle statistic as a pair: |exact| <= upper, computed error e, |computed| <= hat.
+Em statistic(double mid, double rad, double e, double hat) {
+  return {(std::fabs(mid) + rad) * (1 + kRel), e, !std::isfinite(e), hat};
+}
+
+/// Upper bounds of the kernel's computed two-pass mean and variance of a group whose entries have
+/// magnitudes summing to s1 with maximum mx (section 15.3): |mu_hat| <= fl(sum)/n, and every
+/// |d_hat| <= (mx + |mu_hat|)(1 + u), so v_hat <= max d_hat^2 (1 + u)^(n + 2).
+struct GroupHats {
+  double mean = 0, var = 0;
+};
+GroupHats group_hats(double s1, double mx, int64_t n, const Units& u) {
+  GroupHats h;
+  h.mean = mean_hat(sum_hat(s1, n, u), n, u);
+  const double d = (mx + h.mean) * (1 + u.ua);
+  h.var = mean_hat(sum_hat(static_cast<double>(n) * product_hat(d, d, u), n, u), n, u);
+  return h;
+}
 
 /// running_mean' = fl(fl(keep rm) + fl(mom mean_hat)), running_var' = fl(fl(keep rv) + fl(mom fl(var_hat unbias))).
 void running_stats_bound(const GroupedNormCase& c, const oracle::CertifiedGroupedNorm& ref, const std::vector<RowError>& rows,
-                         const std::vector<int64_t>& counts, const EmArith& a, GroupedBound& out) {
+                         const std::vector<int64_t>& counts, const std::vector<GroupHats>& hats, const EmArith& a,
+                         GroupedBound& out) {
   const double mom = c.momentum;
   // keep = fl_a(fl_64(1 - mom)): the double subtraction and the conversion each round once.
-  const Em keep_pair{std::fabs(1 - mom), std::fabs(1 - mom) * (0x1p-53 + a.u.ua) * 1.01 + a.u.eta_a, false};
-  const Em mom_pair{mom, mom * a.u.ua + a.u.eta_a, false};
-  out.running_mean = sized(ref.running_mean.size());
-  out.running_var = sized(ref.running_var.size());
+  const double keep_err = std::fabs(1 - mom) * (0x1p-53 + a.u.ua) * 1.01 + a.u.eta_a;
+  const Em keep_pair{std::fabs(1 - mom), keep_err, false, std::fabs(1 - mom) + keep_err};
+  const Em mom_pair{mom, mom * a.u.ua + a.u.eta_a, false, mom * (1 + a.u.ua) + a.u.eta_a};
+  out.running_mean = sized_tensor_bound(ref.running_mean.size());
+  out.running_var = sized_tensor_bound(ref.running_var.size());
   for (size_t ch = 0; ch < ref.running_mean.size(); ++ch) {
     const RowError& r = rows[ch];
-    const Em mean = statistic(ref.mean[ch], ref.mean_rad[ch], r.e_mu);
+    const Em mean = statistic(ref.mean[ch], ref.mean_rad[ch], r.e_mu, hats[ch].mean);
     const Em rm = a.add(a.mul(keep_pair, EmArith::exact(c.running_mean[ch])), a.mul(mom_pair, mean));
     finish(out.running_mean, ch, rm, ref.running_mean[ch], a);
     const int64_t n = counts[ch];
     const double unbias_exact = n > 1 ? static_cast<double>(n) / static_cast<double>(n - 1) : 1.0;
-    const Em unbias{unbias_exact * (1 + kRel), n > 1 ? unbias_exact * (1 + kRel) * division_error(n - 1, a.u) + a.u.eta_a : 0.0, false};
-    const Em var = statistic(ref.var[ch], ref.var_rad[ch], r.e_v);
+    const double unbias_err = n > 1 ? unbias_exact * (1 + kRel) * division_error(n - 1, a.u) + a.u.eta_a : 0.0;
+    const Em unbias{unbias_exact * (1 + kRel), unbias_err, false, unbias_exact * (1 + kRel) + unbias_err};
+    const Em var = statistic(ref.var[ch], ref.var_rad[ch], r.e_v, hats[ch].var);
     const Em rv = a.add(a.mul(keep_pair, EmArith::exact(c.running_var[ch])), a.mul(mom_pair, a.mul(var, unbias)));
     finish(out.running_var, ch, rv, ref.running_var[ch], a);
   }
@@ -86,14 +104,18 @@ void running_stats_bound(const GroupedNormCase& c, const oracle::CertifiedGroupe
 
 /// y = fl(fl(fl(x - rm) r) gamma + beta) with r = fl(1 / fl(sqrt(fl(rv + eps)))).
 void inference_bound(const GroupedNormCase& c, const oracle::GroupedNormLayout& l, const oracle::CertifiedGroupedNorm& ref,
-                     const EmArith& a, GroupedBound& out) {
-  out.y_inference = sized(ref.y_inference.size());
+                     const EmArith& a, double eps_hat, GroupedBound& out) {
+  out.y_inference = sized_tensor_bound(ref.y_inference.size());
   std::vector<Em> r(static_cast<size_t>(l.channels));
   for (int64_t ch = 0; ch < l.channels; ++ch) {
     const double v = c.running_var[ch];
     const double delta = rstd_relative_error(v, v, 0.0, c.eps, a.u);
     const double upper = 1 / std::sqrt(v + c.eps) * (1 + 0x1p-50);
-    r[ch] = {upper, upper * delta, !(delta < kInf)};
+    const bool over = variance_plus_eps_overflows(v, 0.0, eps_hat, a.u);
+    // r_hat <= (1 + u)(1 - u)^(-3/2) / sqrt(v + eps_hat) (section 15.1 with v_hat = v exact).
+    const double hat = eps_hat > 0 || v > 0 ? (1 + a.u.ua) / std::pow(1 - a.u.ua, 1.5) / std::sqrt(v + eps_hat) * kEvaluationSlack
+                                            : kInf;
+    r[ch] = {upper, upper * delta, !(delta < kInf) || over, hat};
   }
   for (size_t e = 0; e < c.x.size(); ++e) {
     const int64_t ch = l.channel_of[e];
@@ -111,13 +133,14 @@ GroupedBound grouped_norm_bound(const GroupedNormCase& c, const oracle::GroupedN
   const Units u = units_of(m);
   const EmArith a{u, dtype_info(c.dtype).max_finite, c.dtype};
   GroupedBound out;
-  out.y = sized(c.x.size());
-  if (with_vjp) out.dx = sized(c.x.size());
+  out.y = sized_tensor_bound(c.x.size());
+  if (with_vjp) out.dx = sized_tensor_bound(c.x.size());
   std::vector<std::vector<int64_t>> members(static_cast<size_t>(l.groups));
   for (size_t e = 0; e < c.x.size(); ++e) members[l.group_of[e]].push_back(static_cast<int64_t>(e));
-  std::vector<double> dg_err(static_cast<size_t>(l.channels), 0.0), dg_mag(dg_err), db_mag(dg_err);
+  std::vector<double> dg_err(static_cast<size_t>(l.channels), 0.0), dg_mag(dg_err), db_mag(dg_err), dg_hat(dg_err);
   std::vector<int64_t> per_channel(static_cast<size_t>(l.channels), 0), counts;
   std::vector<RowError> rows;
+  std::vector<GroupHats> hats;
   for (int64_t g = 0; g < l.groups; ++g) {
     LayerNormCase row;
     oracle::CertifiedLayerNorm rref;
@@ -127,32 +150,44 @@ GroupedBound grouped_norm_bound(const GroupedNormCase& c, const oracle::GroupedN
     if (with_vjp) bwd = layernorm_backward_bound(row, rref, m);
     rows.push_back(row_error(row, rref, 0, m, u));
     counts.push_back(row.n);
+    double s1 = 0, mx = 0;
+    for (double v : row.x) {
+      s1 += std::fabs(v);
+      mx = std::max(mx, std::fabs(v));
+    }
+    hats.push_back(group_hats(s1, mx, row.n, u));
     for (size_t i = 0; i < members[g].size(); ++i) {
       const int64_t e = members[g][i], ch = l.channel_of[e];
       out.y.bound[e] = fwd.bound[i];
       out.y.regime[e] = fwd.regime[i];
+      out.y.env_center[e] = fwd.env_center[i];
+      out.y.env_radius[e] = fwd.env_radius[i];
       if (!with_vjp) continue;
       out.dx.bound[e] = bwd.dx.bound[i];
       out.dx.regime[e] = bwd.dx.regime[i];
+      out.dx.env_radius[e] = bwd.dx.env_radius[i];
       // dgamma_c sums fl(dy z_hat) over the channel's entries: the one-row bound of each product.
       dg_err[ch] += bwd.dgamma.bound[i];
       dg_mag[ch] += upper_abs(ref.contrib[e]) + bwd.dgamma.bound[i];
+      dg_hat[ch] += bwd.dgamma.env_radius[i];
       db_mag[ch] += std::fabs(c.dy[e]);
       ++per_channel[ch];
     }
   }
   if (with_vjp) {
-    out.dgamma = sized(static_cast<size_t>(l.channels));
-    out.dbeta = sized(static_cast<size_t>(l.channels));
+    out.dgamma = sized_tensor_bound(static_cast<size_t>(l.channels));
+    out.dbeta = sized_tensor_bound(static_cast<size_t>(l.channels));
     for (int64_t ch = 0; ch < l.channels; ++ch) {
       const double sum_gamma = gamma_k(static_cast<double>(per_channel[ch] - 1), u.ua);
-      finish(out.dgamma, ch, {dg_mag[ch], dg_err[ch] + sum_gamma * dg_mag[ch], !std::isfinite(dg_err[ch])}, ref.dgamma[ch], a);
-      finish(out.dbeta, ch, {db_mag[ch], sum_gamma * db_mag[ch], false}, ref.dbeta[ch], a);
+      const int64_t terms = per_channel[ch];
+      finish(out.dgamma, ch, {dg_mag[ch], dg_err[ch] + sum_gamma * dg_mag[ch], !std::isfinite(dg_err[ch]), sum_hat(dg_hat[ch], terms, u)},
+             ref.dgamma[ch], a);
+      finish(out.dbeta, ch, {db_mag[ch], sum_gamma * db_mag[ch], false, sum_hat(db_mag[ch], terms, u)}, ref.dbeta[ch], a);
     }
   }
   if (l.batch_norm) {
-    running_stats_bound(c, ref, rows, counts, a, out);
-    inference_bound(c, l, ref, a, out);
+    running_stats_bound(c, ref, rows, counts, hats, a, out);
+    inference_bound(c, l, ref, a, round_to_dtype(c.eps, accum), out);
   }
   return out;
 }

@@ -91,6 +91,9 @@ inline double with_store(double exact_abs, double err, const Units& u) {
   return stored * kEvaluationSlack;
 }
 
+/// eps_hat, or fl(v_hat + eps_hat) with |v_hat - v| <= e_v, may overflow the accumulator (section 5.2).
+bool variance_plus_eps_overflows(double v, double e_v, double eps_hat, const Units& u);
+
 /// Regime flags of the row's inputs and variance, and of the overflow prediction (regimes.cpp).
 uint8_t row_regime(const LayerNormCase& c, int64_t row, const RowError& r, const BoundModel& m, const Units& u);
 
@@ -119,5 +122,47 @@ RmsUnits rms_units(const BoundModel& m, const Units& u);
 /// Row i's r error (docs/bounds.md section 10.1) from the oracle's mean of squares (ref.var) and r.
 RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t i, const BoundModel& m,
                const Units& u, const RmsUnits& ru);
+
+/// What the envelope of docs/bounds.md section 15 knows of one row of a kernel with statistics
+/// model m: upper bounds of its computed |z_hat_j| and of its computed r_hat, valid in every regime.
+struct RowEnvelope {
+  std::vector<double> z;  ///< per element: |z_hat_j| <= z[j]
+  double r = kInf;        ///< r_hat <= r
+  bool valid = false;     ///< false: no envelope (eps rounds to 0 in the accumulator, or no model)
+};
+
+/// True when the model has a derived envelope (two-pass, Welford, plain RMS; section 15).
+bool has_envelope(const BoundModel& m);
+
+/// The envelope of row `row` of case c under model m (section 15.1).
+RowEnvelope row_envelope(const LayerNormCase& c, int64_t row, const BoundModel& m, const Units& u);
+
+/// |z_hat_j| <= this for a two-pass or RMS kernel on rows of length n whatever the data: the computed
+/// variance contains d_hat_j^2 itself (section 15.1); +inf when eps_hat = 0.
+double normalized_hat(int64_t n, double eps_hat, const Units& u);
+
+/// Radius around beta of a LayerNorm output fl_s(fl(fl(z_hat gamma) + beta)) with |z_hat| <= z_hat.
+double shifted_radius(double z_hat, double gamma, double beta, const Units& u);
+
+/// Envelopes of one row's stored dx from |g_hat_j| <= g[j] (the cotangent times the gain, rounded),
+/// |z_hat_j| <= z[j] and r_hat <= r: LayerNorm r (g - A - z B), RMSNorm r (g - z B) (section 15.2).
+void backward_dx_hats(const double* g, const double* z, int64_t n, double r, bool rms, const Units& u, double* out);
+
+/// r_hat <= this whatever the computed variance (>= 0): the eps floor (section 15.1); +inf when eps_hat = 0.
+double eps_reciprocal_hat(double eps_hat, const Units& u);
+
+/// Upper bound of |fl(a_hat b_hat)| from |a_hat| <= a, |b_hat| <= b (u a ab + eta).
+inline double product_hat(double a, double b, const Units& u) { return a * b * (1 + u.ua) + u.eta_a; }
+
+/// Upper bound of |fl(sum of n terms)| in any order from the sum of the terms' magnitudes.
+double sum_hat(double sum_abs, int64_t n, const Units& u);
+
+/// Upper bound of |fl(s / n)| (n rounded to the accumulator when not representable).
+double mean_hat(double sum_hat_value, int64_t n, const Units& u);
+
+/// Upper bound of the stored value from the accumulated one (the Accum -> Storage rounding).
+inline double stored_hat(double hat, const Units& u) {
+  return (u.store_rounds ? hat * (1 + u.us) + u.eta_s : hat) * kEvaluationSlack;
+}
 
 }  // namespace normcheck::bounds_detail

@@ -54,11 +54,12 @@ RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, in
     row.delta_r = r_low > 0 ? compose(d, ru.rstd_extra) + kEtaBf16 / r_low : kInf;
     rounding_overflows = std::isfinite(d) && row.rstd * (1 + d) >= dtype_info(DType::bf16).max_finite;
   }
-  if (round_to_dtype(c.eps, m.accum) == 0) row.regime |= kRegimeEpsVanishes;
+  const double eps_hat = round_to_dtype(c.eps, m.accum);
+  if (eps_hat == 0) row.regime |= kRegimeEpsVanishes;
   const bool void_rstd = !(d < kInf);
   // A mean of squares beyond double's range (var = inf) is an overflow too (finding 28).
   if (!std::isfinite(s) || s * growth(nn + 1, ru.u_sum) >= ru.max_sum || (void_rstd && (row.regime & kRegimeEpsVanishes)) || rounding_overflows ||
-      (!void_rstd && row.rstd * (1 + row.delta_r) >= u.max_a))
+      (!void_rstd && row.rstd * (1 + row.delta_r) >= u.max_a) || variance_plus_eps_overflows(v, e_ms, eps_hat, u))
     row.regime |= kRegimeOverflow;
   const double* x = &c.x[static_cast<size_t>(i * c.n)];
   for (int64_t j = 0; j < c.n; ++j)
@@ -99,6 +100,7 @@ TensorBound rmsnorm_forward_bound(const LayerNormCase& c, const oracle::Certifie
       out.bound[k] = may_overflow ? kInf : with_store(y, e, u);
     }
   }
+  add_forward_envelope(c, m, out);
   return out;
 }
 
@@ -154,7 +156,8 @@ BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::Certi
       const size_t k = base + static_cast<size_t>(j);
       const double magnitude = row.rstd * (std::fabs(v[j]) + za[j] * b_abs);
       out.dx.regime[k] = row.regime | output_regime(dx, magnitude, c.dtype);
-      const bool may_overflow = sums_overflow || reaches(magnitude + e, u.max_a) || reaches(dx + e, max_s) ||
+      const bool may_overflow = sums_overflow || reaches(cj + e_c, u.max_a) || reaches(magnitude + e, u.max_a) ||
+                                reaches(dx + e, max_s) ||
                                 reaches(za[j] * (1 + row.delta_r), ru.max_xr);
       if (may_overflow) out.dx.regime[k] |= kRegimeOverflow;
       out.dx.bound[k] = may_overflow ? kInf : with_store(dx, e, u);
@@ -172,6 +175,7 @@ BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::Certi
     out.dgamma.regime[j] = col_regime[j] | output_regime(vg, dg_mag[j], c.dtype) | (over ? kRegimeOverflow : 0);
     out.dgamma.bound[j] = over ? kInf : with_store(vg, e_g, u);
   }
+  add_backward_envelope(c, m, out.dx, out.dgamma, nullptr);
   return out;
 }
 

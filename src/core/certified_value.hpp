@@ -1,6 +1,8 @@
 #pragma once
 /// An oracle value with its certificate, free of multiprecision types.
 #include <cmath>
+#include <cstdint>
+#include <initializer_list>
 
 namespace normcheck {
 
@@ -9,19 +11,50 @@ namespace normcheck {
 inline constexpr double kRequiredUlpFraction = 1e-3;
 
 /// The true value v lies in [(hi + lo - rad) 2^scale, (hi + lo + rad) 2^scale]. The power-of-two
-/// scale is nonzero only for tiny values (below 2^-900), so that hi, lo and rad never underflow.
+/// scale is nonzero only for tiny values (below 2^-900) and huge ones (at or above 2^1000), so
+/// that hi, lo and rad never underflow or overflow.
 struct CertifiedValue {
   double hi = 0;       ///< round-to-nearest double of the enclosure's midpoint / 2^scale
   double lo = 0;       ///< round-to-nearest double of (midpoint / 2^scale - hi)
   double rad = 0;      ///< certified bound of |v / 2^scale - (hi + lo)|, rounded upward
   int scale = 0;       ///< power-of-two exponent applied to hi, lo and rad
-  double rounded = 0;  ///< the midpoint correctly rounded to the case's dtype (unscaled)
-  bool rounding_certain = true;  ///< the whole enclosure rounds to `rounded`
+  /// The correct rounding of v to the case's dtype (unscaled; +-inf when v overflows the dtype).
+  /// Decided when the whole enclosure rounds to one value; otherwise the rounding of its lower end.
+  double rounded = 0;
+  /// The rounding of the enclosure's upper end: equal to `rounded` when the rounding is decided,
+  /// the other candidate when the enclosure straddles a rounding boundary (a tie between two dtype
+  /// values, or the overflow threshold) even at the oracle's top precision.
+  double rounded_alt = 0;
+  bool rounding_decided = true;  ///< the whole enclosure rounds to one dtype value
+  /// The enclosure straddles 0 and rounds to zero on both sides: the value (0) is decided, its sign
+  /// is not. The sign of zero is not judged (docs/bounds.md section 6), so this never escalates.
+  bool zero_sign_undecided = false;
 
-  /// Nearest double to the value (may underflow for tiny values).
+  /// Nearest double to the value (0 for values below 2^-1075, +-inf at or above 2^1024).
   double approx() const { return std::ldexp(hi, scale); }
   /// Certified radius in units of `unit` (an ULP, say), free of underflow.
   double rad_in(double unit) const { return rad / std::ldexp(unit, -scale); }
+  /// True when the enclosure is unbounded or meaningless (an overflow or NaN inside MPFR itself).
+  bool unbounded() const { return !std::isfinite(hi) || !(rad < HUGE_VAL); }
 };
+
+/// Ziv's stopping rule for an oracle's precision escalation: every radius is within
+/// kRequiredUlpFraction of an ULP (`certified`) and every rounding to the dtype is decided.
+template <class Result>
+bool accepted(const Result& r) {
+  return r.certified && r.undecided_roundings == 0;
+}
+
+/// Evaluates `levels` in order (increasing precision) and returns the first accepted result, or
+/// the last one. Result needs `certified` and `undecided_roundings` members.
+template <class Result, class... Params, class... Args>
+Result escalate_until_accepted(std::initializer_list<Result (*)(Params...)> levels, const Args&... args) {
+  Result r;
+  for (auto level : levels) {
+    r = level(args...);
+    if (accepted(r)) break;
+  }
+  return r;
+}
 
 }  // namespace normcheck

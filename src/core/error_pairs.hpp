@@ -12,10 +12,12 @@ namespace normcheck::bounds_detail {
 
 inline bool reaches(double upper, double limit) { return !(upper < limit); }
 
-/// |exact| <= mag, |computed - exact| <= err; `over`: an intermediate may have overflowed.
+/// |exact| <= mag, |computed - exact| <= err; `over`: an intermediate may have overflowed. `hat`
+/// bounds |computed| in every regime, also where err is void: the envelope (section 15).
 struct Em {
   double mag = 0, err = 0;
   bool over = false;
+  double hat = 0;
 };
 
 /// The rounding rules of one accumulator and storage pair.
@@ -24,28 +26,39 @@ struct EmArith {
   double max_s;
   DType storage;
 
-  static Em exact(double v) { return {std::fabs(v), 0, false}; }
+  static Em exact(double v) { return {std::fabs(v), 0, false, std::fabs(v)}; }
 
   Em mul(const Em& a, const Em& b) const {
     const double mag = a.mag * b.mag, e = a.mag * b.err + a.err * b.mag + a.err * b.err;
     const double err = e + u.ua * (mag + e) + u.eta_a;
-    return {mag, err, a.over || b.over || reaches(mag + err, u.max_a)};
+    return {mag, err, a.over || b.over || reaches(mag + err, u.max_a), product_hat(a.hat, b.hat, u)};
   }
   Em add(const Em& a, const Em& b) const {
     const double mag = a.mag + b.mag, e = a.err + b.err;
     const double err = e + u.ua * (mag + e);
-    return {mag, err, a.over || b.over || reaches(mag + err, u.max_a)};
+    return {mag, err, a.over || b.over || reaches(mag + err, u.max_a), (a.hat + b.hat) * (1 + u.ua)};
   }
   /// Division by the integer k (exact in the accumulator): relative error division_error(k).
   Em div(const Em& a, int64_t k) const {
     const double kk = static_cast<double>(k), mag = a.mag / kk, e = a.err / kk;
-    return {mag, e + division_error(k, u) * (mag + e) + u.eta_a, a.over};
+    return {mag, e + division_error(k, u) * (mag + e) + u.eta_a, a.over, mean_hat(a.hat, k, u)};
   }
   /// An intermediate stored in the storage dtype (an exact conversion when Storage == Accum).
   Em store(const Em& a) const {
     const double err = u.store_rounds ? a.err + u.us * (a.mag + a.err) + u.eta_s : a.err;
-    return {a.mag, err, a.over || reaches(a.mag + err, max_s)};
+    return {a.mag, err, a.over || reaches(a.mag + err, max_s), stored_hat(a.hat, u)};
   }
 };
+
+/// A tensor bound of n elements: bounds 0, regimes 0, no envelope yet (radius +inf).
+inline TensorBound sized_tensor_bound(size_t n) {
+  return {std::vector<double>(n, 0.0), std::vector<uint8_t>(n, 0), std::vector<double>(n, 0.0),
+          std::vector<double>(n, kInf)};
+}
+
+/// Element k's envelope from its tracked pair: |computed| <= hat, then the final store.
+inline void set_envelope(TensorBound& t, size_t k, const Em& v, const Units& u) {
+  t.env_radius[k] = std::isfinite(v.hat) ? stored_hat(v.hat, u) : kInf;
+}
 
 }  // namespace normcheck::bounds_detail

@@ -1,6 +1,7 @@
 #include "core/float_format.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace normcheck {
@@ -74,7 +75,8 @@ uint64_t round_to_format(double x, const FloatFormat& f) {
 double ulp_at(double x, const FloatFormat& f) {
   const double a = std::fabs(x);
   int e2 = 0;
-  if (a == 0.0 || !std::isfinite(a)) return std::ldexp(1.0, f.emin - (f.precision - 1));
+  if (std::isinf(a)) return std::ldexp(1.0, f.emax - (f.precision - 1));  // the top binade's spacing
+  if (a == 0.0 || std::isnan(a)) return std::ldexp(1.0, f.emin - (f.precision - 1));
   std::frexp(a, &e2);
   int e = e2 - 1;
   if (e < f.emin) e = f.emin;
@@ -87,6 +89,14 @@ int64_t ordered_key(uint64_t bits, const FloatFormat& f) {
   // +0 -> 0, -0 -> -1, so that the two zeros are one step apart.
   return (bits & sign_mask(f)) ? -static_cast<int64_t>(magnitude) - 1
                                : static_cast<int64_t>(magnitude);
+}
+
+int64_t value_steps(uint64_t a, uint64_t b, const FloatFormat& f) {
+  const auto key = [&](uint64_t bits) {
+    const auto magnitude = static_cast<int64_t>(bits & (sign_mask(f) - 1));
+    return (bits & sign_mask(f)) ? -magnitude : magnitude;  // -0 and +0 share the key 0
+  };
+  return std::llabs(key(a) - key(b));
 }
 
 uint64_t bits_from_ordered_key(int64_t key, const FloatFormat& f) {

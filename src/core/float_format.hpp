@@ -29,11 +29,16 @@ uint64_t round_to_format(double x, const FloatFormat& fmt);
 /// Largest finite value of `fmt`.
 double max_finite(const FloatFormat& fmt);
 
-/// Spacing of `fmt` at |x| (ulp), floored at the subnormal spacing.
+/// Spacing of `fmt` at |x| (ulp), floored at the subnormal spacing; for +-inf, the spacing of the
+/// top binade (the ULP of the largest finite value).
 double ulp_at(double x, const FloatFormat& fmt);
 
 /// Monotone integer key of a bit pattern: consecutive finite values differ by 1, -0 and +0 by 1.
 int64_t ordered_key(uint64_t bits, const FloatFormat& fmt);
+
+/// Number of steps between two values of `fmt` along its finite values, the two zeros counting as
+/// one value (the sign of zero is not judged): |ULP distance|, 0 for +0 vs -0.
+int64_t value_steps(uint64_t a, uint64_t b, const FloatFormat& fmt);
 
 /// Inverse of ordered_key.
 uint64_t bits_from_ordered_key(int64_t key, const FloatFormat& fmt);

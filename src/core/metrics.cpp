@@ -6,40 +6,85 @@
 
 namespace normcheck {
 
-ElementError measure_element(double got, const CertifiedValue& ref, DType dtype, double bound) {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Every error field of a non-finite mismatch.
+void set_infinite_errors(ElementError& e) {
+  e.abs_err = e.rel_err = e.mollified = e.ulp_err = e.bound_ratio = kInf;
+  e.ulp_distance = std::numeric_limits<int64_t>::max();
+}
+
+/// A non-finite kernel value: a correct overflow (or an accepted candidate) passes; anything else
+/// is a violation, except where the exact value overflows the dtype and the kernel's NaN or
+/// opposite infinity has nothing finite to be compared with (no verdict).
+void judge_nonfinite(double got, const CertifiedValue& ref, ElementError& e) {
+  if (std::isinf(got) && (got == ref.rounded || got == ref.rounded_alt)) return;
+  e.nonfinite_mismatch = true;
+  set_infinite_errors(e);
+  e.violation = true;
+}
+
+/// Judges a finite element whose bound is void by the envelope: |got - center| <= radius, with
+/// the computed distance shrunk by 2^-52 so that a violation is certified.
+void judge_by_envelope(double got, const Envelope& env, ElementError& e) {
+  if (!(env.radius < kInf)) {
+    e.envelope_void = true;
+    return;
+  }
+  const double d = std::fabs(got - env.center);
+  e.bound_ratio = env.radius > 0 ? d / env.radius : (d > 0 ? kInf : 0.0);
+  e.violation = d * (1 - 0x1p-52) > env.radius;
+}
+
+}  // namespace
+
+ElementError measure_element(double got, const CertifiedValue& ref, DType dtype, double bound, const Envelope& env,
+                             Judging mode) {
   const FloatFormat& fmt = *dtype_info(dtype).format;
-  const double inf = std::numeric_limits<double>::infinity();
   ElementError e;
   e.kernel_finite = std::isfinite(got);
+  e.bound_void = !(bound < kInf);
+  e.rounding_undecided = !ref.rounding_decided;
+  if (ref.unbounded()) {  // MPFR itself overflowed: nothing to compare with
+    e.uncertified = true;
+    return e;
+  }
+  if (!e.kernel_finite) {
+    judge_nonfinite(got, ref, e);
+    if (mode == Judging::rigor && e.bound_void) e.violation = false;  // the own bound predicted it may happen
+    return e;
+  }
+  if (std::isinf(ref.rounded) && std::isinf(ref.rounded_alt)) {  // the exact value overflows the dtype
+    e.exact_overflow = true;
+    return e;
+  }
   if (!(ref.rad_in(ulp_at(ref.approx(), fmt)) <= kRequiredUlpFraction)) {
     e.uncertified = true;
     return e;
   }
-  const bool ref_finite = std::isfinite(ref.rounded);
-  e.bound_void = std::isinf(bound);
-  if (!std::isfinite(got) || !ref_finite) {
-    const bool same = (std::isnan(got) && std::isnan(ref.rounded)) || got == ref.rounded;
-    if (!same) {
-      e.nonfinite_mismatch = true;
-      e.violation = !e.bound_void;  // Inf/NaN where the bound predicted safety is a failure
-      e.abs_err = e.rel_err = e.mollified = e.ulp_err = inf;
-      e.bound_ratio = e.bound_void ? 0.0 : inf;
-      e.ulp_distance = std::numeric_limits<int64_t>::max();
-    }
-    return e;
-  }
   // Work in the reference's scaled domain so that errors of tiny values do not underflow.
-  const double diff = std::fabs((std::ldexp(got, -ref.scale) - ref.hi) - ref.lo);
+  const double signed_diff = (std::ldexp(got, -ref.scale) - ref.hi) - ref.lo;
+  const double diff = std::fabs(signed_diff);
   const double mag = std::fabs(ref.approx());
   e.abs_err = std::ldexp(diff, ref.scale);
   e.ref_abs = mag;
-  e.rel_err = ref.hi != 0 ? diff / std::fabs(ref.hi) : (diff > 0 ? inf : 0.0);
+  e.rel_err = ref.hi != 0 ? diff / std::fabs(ref.hi) : (diff > 0 ? kInf : 0.0);
   e.mollified = e.abs_err / std::max(mag, 1.0);
   e.ulp_err = diff / std::ldexp(ulp_at(mag, fmt), -ref.scale);
-  e.ulp_distance = std::llabs(ordered_key(encode_exact(got, fmt), fmt) -
-                              ordered_key(encode_exact(ref.rounded, fmt), fmt));
+  const uint64_t bits = encode_exact(got, fmt);
+  e.ulp_distance = value_steps(bits, encode_exact(ref.rounded, fmt), fmt);
+  if (std::isfinite(ref.rounded_alt))
+    e.ulp_distance = std::min(e.ulp_distance, value_steps(bits, encode_exact(ref.rounded_alt, fmt), fmt));
+  if (e.bound_void) {
+    if (mode == Judging::verdict) judge_by_envelope(got, env, e);
+    return e;
+  }
   const double scaled_bound = std::ldexp(bound, -ref.scale);
-  e.bound_ratio = bound > 0 ? diff / scaled_bound : (diff > 0 ? inf : 0.0);
+  e.bound_ratio = bound > 0 ? diff / scaled_bound : (diff > 0 ? kInf : 0.0);
+  e.signed_ratio = bound > 0 ? signed_diff / scaled_bound : 0.0;
+  if (e.rounding_undecided && e.ulp_distance == 0) return e;  // either candidate rounding is accepted
   // diff is rounded to nearest: shrink it by 2^-50 relative so that a violation stays certified.
   e.violation = diff * (1 - 0x1p-50) - ref.rad > scaled_bound;
   e.undecided = !e.violation && diff + ref.rad > scaled_bound;
@@ -56,13 +101,18 @@ int ulp_bucket(double ulp_err) {
 }
 
 void ErrorAccumulator::add(const ElementError& e, int64_t index) {
-  if (e.uncertified) {
-    ++uncertified_;
+  if (e.nonfinite_mismatch) ++nonfinite_;
+  if (e.rounding_undecided) ++rounding_undecided_;
+  if (e.unjudged()) {
+    uncertified_ += e.uncertified;
+    exact_overflow_ += e.exact_overflow;
+    envelope_void_ += e.envelope_void;
     return;
   }
   ++count_;
-  if (e.nonfinite_mismatch) ++nonfinite_;
   if (e.violation) ++violations_;
+  if (e.bound_violated()) ++rigor_violations_;
+  if (!e.bound_void && e.bound_ratio > max_rigor_ratio_) max_rigor_ratio_ = e.bound_ratio;
   for (int bit = 0; bit < 4; ++bit)
     if (e.regime & (1u << bit)) ++regime_counts_[bit];
   if ((e.regime & 2u) && e.kernel_finite) ++overflow_survived_;
@@ -92,8 +142,13 @@ void ErrorAccumulator::merge(const ErrorAccumulator& o) {
   count_ += o.count_;
   nonfinite_ += o.nonfinite_;
   violations_ += o.violations_;
+  rigor_violations_ += o.rigor_violations_;
+  max_rigor_ratio_ = std::max(max_rigor_ratio_, o.max_rigor_ratio_);
   void_bounds_ += o.void_bounds_;
   uncertified_ += o.uncertified_;
+  exact_overflow_ += o.exact_overflow_;
+  envelope_void_ += o.envelope_void_;
+  rounding_undecided_ += o.rounding_undecided_;
   undecided_ += o.undecided_;
   max_ulp_ = std::max(max_ulp_, o.max_ulp_);
   max_ulp_distance_ = std::max(max_ulp_distance_, o.max_ulp_distance_);

@@ -58,16 +58,25 @@ bool has_subnormal(const double* x, int64_t n, double min_normal) {
 
 }  // namespace
 
+/// eps_hat itself, or fl(v_hat + eps_hat), may reach the largest finite value: then r_hat = 0 and the
+/// kernel's output collapses to beta (eps = 2^128 in f32, or eps = 3e38 with v = 2^126).
+bool variance_plus_eps_overflows(double v, double e_v, double eps_hat, const Units& u) {
+  if (!std::isfinite(eps_hat)) return true;
+  return std::isfinite(e_v) && (v + e_v + eps_hat) * (1 + u.ua) * kEvaluationSlack >= u.max_a;
+}
+
 uint8_t row_regime(const LayerNormCase& c, int64_t row, const RowError& r, const BoundModel& m, const Units& u) {
   const double* x = &c.x[static_cast<size_t>(row * c.n)];
   const double mu = std::fabs(r.mu);
   uint8_t flags = 0;
   double s1 = 0;
   for (int64_t j = 0; j < c.n; ++j) s1 += std::fabs(x[j]);
-  if (round_to_dtype(c.eps, m.accum) == 0) flags |= kRegimeEpsVanishes;
+  const double eps_hat = round_to_dtype(c.eps, m.accum);
+  if (eps_hat == 0) flags |= kRegimeEpsVanishes;
   const bool void_rstd = !(r.delta_r < kInf);  // the computed v_hat + eps may be 0: rsqrt(0) = inf
   if (s1 * growth(static_cast<double>(c.n), u.ua) >= u.max_a || squares_bound(c, row, r, m, u) >= u.max_a ||
-      (void_rstd && (flags & kRegimeEpsVanishes)) || (!void_rstd && r.rstd * (1 + r.delta_r) >= u.max_a))
+      (void_rstd && (flags & kRegimeEpsVanishes)) || (!void_rstd && r.rstd * (1 + r.delta_r) >= u.max_a) ||
+      variance_plus_eps_overflows(r.v, r.e_v, eps_hat, u))
     flags |= kRegimeOverflow;
   if (void_rstd) flags |= kRegimeCancellation;  // the statistics are not resolved: no guarantee
   const double min_normal_a = dtype_info(m.accum).min_normal;

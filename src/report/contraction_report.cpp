@@ -28,7 +28,7 @@ nlohmann::json record_json(const ContractionRecord& r, size_t index, const std::
                       {"output", r.output},
                       {"bound_id", r.bound_id},
                       {"expectation", expectation_name(r.expectation)},
-                      {"verdict", r.form == "contracted" ? verdict_name(r.cases, r.acc, r.failed(), false) : "measured"},
+                      {"verdict", verdict_name(r.cases, r.acc, r.failed(), false)},
                       {"cases", r.cases},
                       {"failed_cases", r.failed_cases},
                       {"rejected_cases", r.rejected_cases},

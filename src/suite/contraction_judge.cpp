@@ -9,21 +9,17 @@
 namespace normcheck {
 namespace {
 
-/// A tensor "bound" of +inf everywhere: errors are measured, no verdict is possible.
-TensorBound unbounded(size_t n) {
-  return {std::vector<double>(n, std::numeric_limits<double>::infinity()), std::vector<uint8_t>(n, 0)};
-}
-
-/// Measures an output without a bound; its worst element is the one with the largest ULP error.
-OutputJudgement measure_only(const std::string& name, const std::vector<double>& got,
-                             const std::vector<CertifiedValue>& ref, DType dtype) {
-  OutputJudgement j = judge_tensor(name, got, ref, unbounded(got.size()), nullptr, dtype, 1.0);
+/// Judges an output by its envelope alone (no a priori bound); its worst element is the one with the
+/// largest ULP error.
+OutputJudgement envelope_only(const std::string& name, const std::vector<double>& got, const std::vector<CertifiedValue>& ref,
+                              const TensorBound& envelope, DType dtype) {
+  OutputJudgement j = judge_tensor(name, got, ref, envelope, nullptr, dtype, 1.0);
   double worst = -1;
   for (size_t i = 0; i < got.size(); ++i) {
-    const ElementError e = measure_element(got[i], ref[i], dtype, std::numeric_limits<double>::infinity());
+    const ElementError e = measure_element(got[i], ref[i], dtype, envelope.bound[i], envelope.envelope(i));
     if (e.ulp_err > worst || (std::isnan(e.ulp_err) && worst >= 0)) {
       worst = std::isnan(e.ulp_err) ? HUGE_VAL : e.ulp_err;
-      j.worst = {static_cast<int64_t>(i), got[i], ref[i], std::numeric_limits<double>::infinity(), e};
+      j.worst = {static_cast<int64_t>(i), got[i], ref[i], envelope.bound[i], e};
     }
   }
   return j;
@@ -43,12 +39,13 @@ ContractionJudgement judge_contraction(const ContractionCase& c) {
   const bool with_vjp = !c.dy.empty();
   j.reference = oracle::certified_affine_ln(c, with_vjp);
   const ContractionBound bound = contracted_bound(c, view, j.coefficient_error, j.reference, contraction_accum(c.dtype));
+  const ContractionBound envelope = original_envelope(c, contraction_accum(c.dtype));
   const AffineLnOutputs got = run_contracted(j.contracted, c), original = run_original(c);
   j.f = judge_tensor("f", got.f, j.reference.f, bound.f, nullptr, c.dtype, 1.0);
-  j.original_f = measure_only("f", original.f, j.reference.f, c.dtype);
+  j.original_f = envelope_only("f", original.f, j.reference.f, envelope.f, c.dtype);
   if (with_vjp) {
     j.dx = judge_tensor("dx", got.dx, j.reference.dx, bound.dx, nullptr, c.dtype, 1.0);
-    j.original_dx = measure_only("dx", original.dx, j.reference.dx, c.dtype);
+    j.original_dx = envelope_only("dx", original.dx, j.reference.dx, envelope.dx, c.dtype);
   }
   return j;
 }

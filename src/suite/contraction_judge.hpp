@@ -14,7 +14,7 @@ struct ContractionJudgement {
   oracle::CoefficientError coefficient_error;
   oracle::CertifiedAffineLn reference;
   OutputJudgement f, dx;                    ///< contracted kernel, with the contraction bound
-  OutputJudgement original_f, original_dx;  ///< original kernel, no bound (measured only)
+  OutputJudgement original_f, original_dx;  ///< original kernel: no a priori bound, judged by its envelope only
 };
 
 /// Throws ConversionError when the converter rejects the block.

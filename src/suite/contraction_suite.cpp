@@ -46,9 +46,9 @@ std::vector<ContractionRecord> plan(const ContractionSuiteConfig& cfg) {
           r.form = form;
           r.output = out;
           const bool judged = r.form == "contracted";
-          r.bound_id = judged ? "QR-CONTRACTED[" + std::string(dtype_info(dt).name) + "/" + std::string(dtype_info(r.accum).name) + "]"
-                              : "none (measured only)";
-          r.expectation = judged ? Expectation::must_pass : Expectation::report_only;
+          const std::string pair = "[" + std::string(dtype_info(dt).name) + "/" + std::string(dtype_info(r.accum).name) + "]";
+          r.bound_id = judged ? "QR-CONTRACTED" + pair : "ENVELOPE-ORIGINAL" + pair;  // docs/bounds.md 12, 15.4
+          r.expectation = Expectation::must_pass;
           records.push_back(std::move(r));
         }
   return records;

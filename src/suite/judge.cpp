@@ -46,24 +46,24 @@ OutputJudgement judge_tensor(const std::string& name, const std::vector<double>&
   OutputJudgement j;
   j.output = name;
   for (size_t i = 0; i < got.size(); ++i) {
-    ElementError e = measure_element(got[i], ref[i], dtype, verdict.bound[i] * max_ratio);
+    ElementError e = measure_element(got[i], ref[i], dtype, verdict.bound[i] * max_ratio, verdict.envelope(i));
     e.regime = verdict.regime[i];
     j.acc.add(e, static_cast<int64_t>(i));
     if (own) {
-      ElementError o = measure_element(got[i], ref[i], dtype, own->bound[i] * max_ratio);
+      ElementError o = measure_element(got[i], ref[i], dtype, own->bound[i] * max_ratio, {}, Judging::rigor);
       o.regime = own->regime[i];
       j.own.add(o, static_cast<int64_t>(i));
     }
   }
   if (const int64_t w = j.acc.worst_index(); w >= 0) {  // the accumulator's worst, with its values
     const auto k = static_cast<size_t>(w);
-    ElementError e = measure_element(got[k], ref[k], dtype, verdict.bound[k] * max_ratio);
+    ElementError e = measure_element(got[k], ref[k], dtype, verdict.bound[k] * max_ratio, verdict.envelope(k));
     e.regime = verdict.regime[k];
     j.worst = {w, got[k], ref[k], verdict.bound[k], e};
   }
-  if (!own) j.own = j.acc;
+  if (!own) j.own = j.acc;  // the kernel's own bound is the verdict bound
   j.failed = j.acc.bound_violations() > 0;
-  j.own_failed = j.own.bound_violations() > 0;
+  j.own_failed = j.own.rigor_violations() > 0;
   return j;
 }
 

@@ -73,7 +73,7 @@ double own_bound_ratio(Op op, const std::string& variant, const LayerNormCase& c
   double best = 0;
   for (const OutputJudgement& j : judge_case(k, c, ref)) {
     if (!only_output.empty() && j.output != only_output) continue;
-    const double r = j.own.max_bound_ratio();
+    const double r = j.own.max_rigor_ratio();
     if (r > best) {
       best = r;
       if (output) *output = j.output;

@@ -1,0 +1,171 @@
+// Envelopes (docs/bounds.md section 15): upper bounds of the values a kernel's arithmetic can
+// produce, derived from the structure of the normalisation and valid in every regime, also where
+// the a priori error bound is void. They judge those elements: a kernel that blows up fails.
+#include "core/bounds_model.hpp"
+
+namespace normcheck::bounds_detail {
+namespace {
+
+/// n as the kernel's count in the accumulator: exact up to 2^p, else rounded (relative u).
+double count_upper(int64_t n, const Units& u) {
+  const double nn = static_cast<double>(n);
+  return nn <= 1 / u.ua ? nn : nn * (1 + u.ua);
+}
+double count_lower(int64_t n, const Units& u) {
+  const double nn = static_cast<double>(n);
+  return nn <= 1 / u.ua ? nn : nn * (1 - u.ua);
+}
+
+/// r_hat = fl(1 / fl(sqrt(fl(v_hat + eps_hat)))) <= (1+u)(1-u)^(-3/2) / sqrt(v_hat + eps_hat)
+/// for v_hat >= max(a D^2 - b, 0), D a lower bound of the largest |d_hat_j| (section 15.1).
+double reciprocal_upper(double a, double b, double d_low, double eps_hat, const Units& u) {
+  const double floor = std::max(a * d_low * d_low - b, 0.0) + eps_hat;
+  return (1 + u.ua) / std::pow(1 - u.ua, 1.5) / std::sqrt(floor) * kEvaluationSlack;
+}
+
+}  // namespace
+
+bool has_envelope(const BoundModel& m) {
+  if (m.stats == StatsModel::rms) return m.rms_flags == 0;
+  return m.stats == StatsModel::two_pass || m.stats == StatsModel::welford;
+}
+
+double sum_hat(double sum_abs, int64_t n, const Units& u) {
+  return sum_abs * growth(static_cast<double>(std::max<int64_t>(n - 1, 0)), u.ua) * kEvaluationSlack;
+}
+
+double mean_hat(double sum_hat_value, int64_t n, const Units& u) {
+  return sum_hat_value / count_lower(n, u) * (1 + u.ua) * kEvaluationSlack + u.eta_a;
+}
+
+RowEnvelope row_envelope(const LayerNormCase& c, int64_t row, const BoundModel& m, const Units& u) {
+  RowEnvelope env;
+  const double eps_hat = round_to_dtype(c.eps, m.accum);
+  if (!has_envelope(m) || !(eps_hat > 0)) return env;  // eps_hat = 0: r_hat may be +inf
+  const double* x = &c.x[static_cast<size_t>(row * c.n)];
+  double lo = x[0], hi = x[0];
+  for (int64_t j = 1; j < c.n; ++j) {
+    lo = std::min(lo, x[j]);
+    hi = std::max(hi, x[j]);
+  }
+  // v_hat >= a d_hat_j^2 - b for every j: one rounded square, the monotone sum of nonnegative
+  // terms (any order), the rounded division by the rounded count.
+  const double a = (1 - u.ua) * (1 - u.ua) / count_upper(c.n, u), b = 2 * u.eta_a;
+  const double width = (hi - lo) * (1 + 0x1p-52);  // x in [lo, hi]: every d = x - m with m in [lo, hi] is <= width
+  env.valid = true;
+  if (m.stats == StatsModel::welford) {
+    // The running means stay in [lo, hi]; the M2 terms are >= 0: only v_hat >= 0 is known.
+    env.r = reciprocal_upper(a, b, 0.0, eps_hat, u);
+    env.z.assign(static_cast<size_t>(c.n), product_hat(width * (1 + u.ua), env.r, u));
+    return env;
+  }
+  // Two-pass and RMS: the largest |d_hat| is at least width / 2 (any centre) or max |x| (RMS).
+  const double d_low = m.stats == StatsModel::rms ? std::max(std::fabs(lo), std::fabs(hi))
+                                                  : std::max(0.0, 0.5 * (hi - lo) * (1 - 0x1p-52) * (1 - u.ua) - u.eta_a);
+  env.r = reciprocal_upper(a, b, d_low, eps_hat, u);
+  env.z.assign(static_cast<size_t>(c.n), normalized_hat(c.n, eps_hat, u));
+  return env;
+}
+
+double normalized_hat(int64_t n, double eps_hat, const Units& u) {
+  if (!(eps_hat > 0)) return kInf;
+  const double a = (1 - u.ua) * (1 - u.ua) / count_upper(n, u), b = 2 * u.eta_a;
+  // sup_d d / sqrt(max(a d^2 - b, 0) + eps_hat) (section 15.1).
+  const double ratio = std::max(1 / std::sqrt(a), eps_hat < b ? std::sqrt(b / (a * eps_hat)) : 0.0);
+  return (1 + u.ua) * (1 + u.ua) / std::pow(1 - u.ua, 1.5) * ratio * kEvaluationSlack + u.eta_a;
+}
+
+double shifted_radius(double z_hat, double gamma, double beta, const Units& u) {
+  const double t = product_hat(z_hat, std::fabs(gamma), u);  // fl(z_hat gamma)
+  const double b = std::fabs(beta);
+  // |fl(t_hat + beta) - beta| <= t + u (t + |beta|), then the store.
+  const double store = u.store_rounds ? u.us * (1 + u.ua) * (t + b) + u.eta_s : 0.0;
+  return (t + u.ua * (t + b) + store) * kEvaluationSlack;
+}
+
+void backward_dx_hats(const double* g, const double* z, int64_t n, double r, bool rms, const Units& u, double* out) {
+  double sum_g = 0, sum_gz = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    sum_g += g[j];
+    sum_gz += product_hat(g[j], z[j], u);
+  }
+  const double a = rms ? 0.0 : mean_hat(sum_hat(sum_g, n, u), n, u);
+  const double b = mean_hat(sum_hat(sum_gz, n, u), n, u);
+  for (int64_t j = 0; j < n; ++j) {
+    // fl(fl(g - A) - fl(z B)) for LayerNorm, fl(v - fl(z B)) for RMSNorm; then fl(r_hat c), stored.
+    const double centred = rms ? g[j] : (g[j] + a) * (1 + u.ua);
+    const double c_hat = (centred + product_hat(z[j], b, u)) * (1 + u.ua);
+    out[j] = stored_hat(product_hat(r, c_hat, u), u);
+  }
+}
+
+double eps_reciprocal_hat(double eps_hat, const Units& u) {
+  return eps_hat > 0 ? reciprocal_upper(1.0, 0.0, 0.0, eps_hat, u) : kInf;
+}
+
+}  // namespace normcheck::bounds_detail
+
+namespace normcheck {
+
+using namespace bounds_detail;
+
+namespace {
+
+/// Sizes the envelope vectors of t for `count` elements (radius +inf: none yet).
+void size_envelope(TensorBound& t, size_t count) {
+  t.env_center.assign(count, 0.0);
+  t.env_radius.assign(count, kInf);
+}
+
+}  // namespace
+
+void add_forward_envelope(const LayerNormCase& c, const BoundModel& m, TensorBound& out) {
+  const Units u = units_of(m);
+  const bool rms = m.stats == StatsModel::rms;
+  size_envelope(out, c.x.size());
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const RowEnvelope env = row_envelope(c, i, m, u);
+    if (!env.valid) continue;
+    for (int64_t j = 0; j < c.n; ++j) {
+      const size_t k = static_cast<size_t>(i * c.n + j);
+      if (rms) {
+        out.env_radius[k] = stored_hat(product_hat(env.z[j], std::fabs(c.gamma[j]), u), u);  // fl(z_hat g), stored
+        continue;
+      }
+      out.env_center[k] = c.beta[j];
+      out.env_radius[k] = shifted_radius(env.z[j], c.gamma[j], c.beta[j], u);
+    }
+  }
+}
+
+void add_backward_envelope(const LayerNormCase& c, const BoundModel& m, TensorBound& dx, TensorBound& dgamma,
+                           TensorBound* dbeta) {
+  const Units u = units_of(m);
+  const bool rms = m.stats == StatsModel::rms;
+  size_envelope(dx, c.x.size());
+  size_envelope(dgamma, static_cast<size_t>(c.n));
+  std::vector<double> dg_sum(static_cast<size_t>(c.n), 0.0), db_sum(static_cast<size_t>(c.n), 0.0), g(static_cast<size_t>(c.n));
+  bool all_rows = true;
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const size_t base = static_cast<size_t>(i * c.n);
+    const RowEnvelope env = row_envelope(c, i, m, u);
+    for (int64_t j = 0; j < c.n; ++j) db_sum[j] += std::fabs(c.dy[base + j]);
+    if (!env.valid) {
+      all_rows = false;
+      continue;
+    }
+    for (int64_t j = 0; j < c.n; ++j) {
+      g[j] = product_hat(std::fabs(c.dy[base + j]), std::fabs(c.gamma[j]), u);  // fl(dy gamma)
+      dg_sum[j] += product_hat(std::fabs(c.dy[base + j]), env.z[j], u);   // fl(dy z_hat)
+    }
+    backward_dx_hats(g.data(), env.z.data(), c.n, env.r, rms, u, &dx.env_radius[base]);
+  }
+  if (dbeta) {  // sum of dy over rows: no statistics involved
+    size_envelope(*dbeta, static_cast<size_t>(c.n));
+    for (int64_t j = 0; j < c.n; ++j) dbeta->env_radius[j] = stored_hat(sum_hat(db_sum[j], c.rows, u), u);
+  }
+  if (!all_rows) return;  // a row without an envelope leaves dgamma without one
+  for (int64_t j = 0; j < c.n; ++j) dgamma.env_radius[j] = stored_hat(sum_hat(dg_sum[j], c.rows, u), u);
+}
+
+}  // namespace normcheck
