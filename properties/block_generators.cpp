@@ -48,7 +48,7 @@ RmsBlockCase make_rms_block_case(std::string_view generator, DType dt, uint64_t 
   c.rows = rng.range(1, 4);
   c.n = generator == "wide" ? 1024 : rng.log_range(4, 256);
   c.m = rng.log_range(4, 128);
-  c.eps = 1e-6;
+  c.eps = model_eps(rng);
   for (int64_t k = 0; k < c.rows * c.n; ++k) c.x.push_back(normal(rng, dt, 0, 1));
   for (int64_t j = 0; j < c.n; ++j) c.g.push_back(normal(rng, dt, 1, 0.3));
   const double wscale = 1 / std::sqrt(static_cast<double>(c.n));

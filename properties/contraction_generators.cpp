@@ -72,7 +72,7 @@ ContractionCase make_contraction_case(std::string_view generator, DType dt, uint
     b.m = 0;
     for (int64_t r : b.consumer_rows) b.m += r;
   }
-  b.eps = 1e-5;
+  b.eps = model_eps(rng);
   const double ascale = 1 / std::sqrt(static_cast<double>(b.d));
   if (generator == "zero_producer") {
     b.A.assign(static_cast<size_t>(b.n * b.d), 0.0);

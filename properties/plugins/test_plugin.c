@@ -1,14 +1,27 @@
-/* Test plugins for the normcheck plugin ABI, one source compiled several ways:
- *   NC_BEHAVIOUR_GOOD      two-pass LayerNorm and RMSNorm in f32 (float) and f64 (double)
- *   NC_BEHAVIOUR_ONE_PASS  planted defect: var = E[x^2] - E[x]^2 (cancels at large means)
- *   NC_BEHAVIOUR_CRASH     dereferences NULL when n > 64
- *   NC_BEHAVIOUR_HANG      loops forever when rows > 3
- *   NC_BEHAVIOUR_BAD_ABI   declares ABI version 99
- * Compiled with -ffp-contract=off: every operation rounds as written. */
+/* Test plugins for the normcheck plugin ABI, one source compiled several ways (NC_BEHAVIOUR):
+ *   GOOD               two-pass LayerNorm and RMSNorm in f32 (float) and f64 (double)
+ *   ONE_PASS           planted defect: var = E[x^2] - E[x]^2 (cancels at large means)
+ *   CRASH              dereferences NULL when n > 64
+ *   HANG               loops forever when rows > 3
+ *   BAD_ABI            declares ABI version 99
+ * Planted defects of the kinds real kernels have (issue 14), each in every dtype it can express:
+ *   NAN                every output element NaN
+ *   EPS_IGNORED        uses eps = 1e-5 whatever it is given
+ *   DGAMMA_ACCUMULATE  dgamma += ... and dbeta += ... into the output buffers (no zeroing)
+ *   STRIDE_IGNORING    reads and writes rows n elements apart, whatever the strides
+ *   SKIP_ZERO          leaves output elements whose value is 0 unwritten
+ *   FLUSH_SUBNORMAL    flushes subnormal outputs to zero
+ *   TRUNCATE           computes in a wider type (double for f32, long double for f64) and
+ *                      truncates the outputs toward zero
+ *   ROUND_AWAY         the same, rounding the outputs away from zero
+ * f16 and bf16 are computed in float. Compiled with -ffp-contract=off: every operation rounds as
+ * written. */
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "normcheck/plugin.h"
 
@@ -20,13 +33,83 @@
 #define NC_BEHAVIOUR_CRASH 2
 #define NC_BEHAVIOUR_HANG 3
 #define NC_BEHAVIOUR_BAD_ABI 4
+#define NC_BEHAVIOUR_NAN 5
+#define NC_BEHAVIOUR_EPS_IGNORED 6
+#define NC_BEHAVIOUR_DGAMMA_ACCUMULATE 7
+#define NC_BEHAVIOUR_STRIDE_IGNORING 8
+#define NC_BEHAVIOUR_SKIP_ZERO 9
+#define NC_BEHAVIOUR_FLUSH_SUBNORMAL 10
+#define NC_BEHAVIOUR_TRUNCATE 11
+#define NC_BEHAVIOUR_ROUND_AWAY 12
+
+#define DIRECTED (NC_BEHAVIOUR == NC_BEHAVIOUR_TRUNCATE || NC_BEHAVIOUR == NC_BEHAVIOUR_ROUND_AWAY)
+#define ALL_DTYPES (NC_BEHAVIOUR >= NC_BEHAVIOUR_NAN && !DIRECTED)
 
 static int supports(nc_op op, nc_dtype dtype) {
   (void)op;
-  return dtype == NC_F32 || dtype == NC_F64;
+  return ALL_DTYPES || dtype == NC_F32 || dtype == NC_F64;
 }
 
-/* One implementation per real type T (float or double). */
+/* ---- storage formats ---------------------------------------------------------------------- */
+
+/* Rounds |v| to the grid of a binary format (precision p, smallest subnormal exponent qmin) to
+ * nearest, ties to even; +inf beyond max. */
+static double round_to_grid(double v, int p, int qmin, double max) {
+  int e = 0;
+  const double a = fabs(v);
+  frexp(a, &e);
+  const double q = ldexp(1.0, e - p > qmin ? e - p : qmin);
+  const double r = nearbyint(a / q) * q;
+  return copysign(r > max ? INFINITY : r, v);
+}
+
+static double load(const void* base, int64_t k, nc_dtype d) {
+  if (d == NC_F64) return ((const double*)base)[k];
+  if (d == NC_F32) return ((const float*)base)[k];
+  const uint16_t h = ((const uint16_t*)base)[k];
+  if (d == NC_BF16) {
+    const uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+  }
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 31) return m ? NAN : sign * INFINITY;
+  return sign * (e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25));
+}
+
+static void store(void* base, int64_t k, nc_dtype d, double v) {
+  if (d == NC_F64) {
+    ((double*)base)[k] = v;
+  } else if (d == NC_F32) {
+    ((float*)base)[k] = (float)v;
+  } else if (d == NC_BF16) {
+    const float f = (float)round_to_grid(v, 8, -133, 0x1.fep+127);
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    ((uint16_t*)base)[k] = isnan(v) ? 0x7fc0 : (uint16_t)(bits >> 16);
+  } else {
+    const double r = round_to_grid(v, 11, -24, 65504.0), a = fabs(r);
+    uint16_t bits = signbit(r) ? 0x8000 : 0;
+    if (isnan(v)) bits = 0x7e00;
+    else if (isinf(a)) bits |= 0x7c00;
+    else if (a < 0x1p-14) bits |= (uint16_t)(a / 0x1p-24);
+    else {
+      int e;
+      const double m = frexp(a, &e); /* a = m 2^e, m in [0.5, 1) */
+      bits |= (uint16_t)(((e - 1 + 15) << 10) | (uint16_t)((m * 2 - 1) * 1024));
+    }
+    ((uint16_t*)base)[k] = bits;
+  }
+}
+
+static double min_normal(nc_dtype d) {
+  return d == NC_F64 ? 0x1p-1022 : d == NC_F16 ? 0x1p-14 : 0x1p-126;
+}
+
+/* ---- kernels on contiguous rows, one implementation per real type T ----------------------- */
+
 #define DEFINE_KERNELS(T, SQRT, SUFFIX)                                                                  \
   static void stats_##SUFFIX(const T* x, int64_t n, int rms, T eps, T* mean, T* rstd) {                 \
     T s = 0, ss = 0, m = 0;                                                                              \
@@ -45,48 +128,112 @@ static int supports(nc_op op, nc_dtype dtype) {
     *mean = m;                                                                                           \
     *rstd = (T)1 / SQRT(ss / (T)n + eps);                                                                \
   }                                                                                                      \
-  static void forward_##SUFFIX(const nc_norm_args* a, int rms) {                                         \
-    const T *x = (const T*)a->x, *g = (const T*)a->gamma, *b = (const T*)a->beta;                        \
-    T* y = (T*)a->y;                                                                                     \
-    for (int64_t i = 0; i < a->rows; ++i) {                                                              \
+  static void forward_##SUFFIX(const T* x, const T* g, const T* b, int64_t rows, int64_t n, int rms,     \
+                               T eps, T* y) {                                                            \
+    for (int64_t i = 0; i < rows; ++i) {                                                                 \
       T mean, rstd;                                                                                      \
-      stats_##SUFFIX(x + i * a->x_row_stride, a->n, rms, (T)a->eps, &mean, &rstd);                      \
-      for (int64_t j = 0; j < a->n; ++j) {                                                               \
-        T t = (x[i * a->x_row_stride + j] - mean) * rstd;                                                \
-        t = rms ? g[j] * t : t * g[j] + b[j];                                                            \
-        y[i * a->y_row_stride + j] = t;                                                                  \
+      stats_##SUFFIX(x + i * n, n, rms, eps, &mean, &rstd);                                              \
+      for (int64_t j = 0; j < n; ++j) {                                                                  \
+        T t = (x[i * n + j] - mean) * rstd;                                                              \
+        y[i * n + j] = rms ? g[j] * t : t * g[j] + b[j];                                                 \
       }                                                                                                  \
     }                                                                                                    \
   }                                                                                                      \
-  static void backward_##SUFFIX(const nc_norm_args* a, int rms) {                                        \
-    const T *x = (const T*)a->x, *g = (const T*)a->gamma, *dy = (const T*)a->dy;                         \
-    T *dx = (T*)a->dx, *dg = (T*)a->dgamma, *db = (T*)a->dbeta;                                          \
-    for (int64_t j = 0; j < a->n; ++j) {                                                                 \
-      dg[j] = 0;                                                                                         \
-      if (db) db[j] = 0;                                                                                 \
-    }                                                                                                    \
-    for (int64_t i = 0; i < a->rows; ++i) {                                                              \
-      const T* xr = x + i * a->x_row_stride;                                                             \
-      const T* dyr = dy + i * a->dy_row_stride;                                                          \
+  static void backward_##SUFFIX(const T* x, const T* g, const T* dy, int64_t rows, int64_t n, int rms,   \
+                                T eps, T* dx, T* dg, T* db) {                                            \
+    for (int64_t j = 0; j < n; ++j) dg[j] = db[j] = 0;                                                   \
+    for (int64_t i = 0; i < rows; ++i) {                                                                 \
+      const T* xr = x + i * n;                                                                           \
+      const T* dyr = dy + i * n;                                                                         \
       T mean, rstd, sg = 0, sgz = 0;                                                                     \
-      stats_##SUFFIX(xr, a->n, rms, (T)a->eps, &mean, &rstd);                                           \
-      for (int64_t j = 0; j < a->n; ++j) {                                                               \
+      stats_##SUFFIX(xr, n, rms, eps, &mean, &rstd);                                                     \
+      for (int64_t j = 0; j < n; ++j) {                                                                  \
         const T z = (xr[j] - mean) * rstd, gv = dyr[j] * g[j];                                           \
         sg += gv;                                                                                        \
         sgz += gv * z;                                                                                   \
         dg[j] += dyr[j] * z;                                                                             \
-        if (db) db[j] += dyr[j];                                                                         \
+        db[j] += dyr[j];                                                                                 \
       }                                                                                                  \
-      const T mg = rms ? 0 : sg / (T)a->n, mgz = sgz / (T)a->n;                                          \
-      for (int64_t j = 0; j < a->n; ++j) {                                                               \
+      const T mg = rms ? 0 : sg / (T)n, mgz = sgz / (T)n;                                                \
+      for (int64_t j = 0; j < n; ++j) {                                                                  \
         const T z = (xr[j] - mean) * rstd, gv = dyr[j] * g[j];                                           \
-        dx[i * a->dx_row_stride + j] = rstd * ((gv - mg) - z * mgz);                                     \
+        dx[i * n + j] = rstd * ((gv - mg) - z * mgz);                                                    \
       }                                                                                                  \
     }                                                                                                    \
   }
 
 DEFINE_KERNELS(float, sqrtf, f32)
 DEFINE_KERNELS(double, sqrt, f64)
+DEFINE_KERNELS(long double, sqrtl, f80)
+
+/* ---- one call: load (honouring or ignoring strides), compute, store ----------------------- */
+
+typedef long double wide;
+
+/* The value an output element gets, from the computed one: the planted defects act here. */
+static wide finish_value(wide v, nc_dtype d) {
+  if (NC_BEHAVIOUR == NC_BEHAVIOUR_NAN) return NAN;
+  if (DIRECTED) {
+    /* v was computed in a wider type: round to the dtype toward zero or away from zero. */
+    const wide r = d == NC_F32 ? (wide)(float)v : (wide)(double)v;
+    const int toward = NC_BEHAVIOUR == NC_BEHAVIOUR_TRUNCATE;
+    if (r == v || isnan(v) || isinf(r)) return r;
+    if ((fabsl(r) > fabsl(v)) == toward)
+      return d == NC_F32 ? (wide)nextafterf((float)r, toward ? 0.0f : copysignf(INFINITY, (float)r))
+                         : (wide)nextafter((double)r, toward ? 0.0 : copysign(INFINITY, (double)r));
+    return r;
+  }
+  return v;
+}
+
+static void store_output(void* base, int64_t k, nc_dtype d, wide v, int accumulate) {
+  if (NC_BEHAVIOUR == NC_BEHAVIOUR_SKIP_ZERO && v == 0) return;
+  v = finish_value(v, d);
+  if (accumulate) v += load(base, k, d);
+  if (NC_BEHAVIOUR == NC_BEHAVIOUR_FLUSH_SUBNORMAL && v != 0 && fabsl(v) < min_normal(d)) v = 0;
+  store(base, k, d, (double)v);
+}
+
+typedef enum { KIND_FLOAT, KIND_DOUBLE, KIND_LONG } compute_kind;
+
+static compute_kind kind_of(nc_dtype d) {
+  if (d == NC_F64) return DIRECTED ? KIND_LONG : KIND_DOUBLE;
+  return d == NC_F32 && DIRECTED ? KIND_DOUBLE : KIND_FLOAT;
+}
+
+static int64_t stride_of(int64_t given, int64_t n) { return NC_BEHAVIOUR == NC_BEHAVIOUR_STRIDE_IGNORING ? n : given; }
+
+static void load_rows(wide* out, const void* base, int64_t rows, int64_t n, int64_t stride, nc_dtype d) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < n; ++j) out[i * n + j] = load(base, i * stride + j, d);
+}
+
+/* Runs the kernel of `kind` on wide buffers (converted to the compute type on the way in and out). */
+static void compute(compute_kind kind, int backward, int rms, int64_t rows, int64_t n, double eps, const wide* x,
+                    const wide* g, const wide* b, const wide* dy, wide* y, wide* dx, wide* dg, wide* db) {
+  const int64_t rn = rows * n;
+#define RUN_AS(T, SUFFIX)                                                                          \
+  {                                                                                                \
+    T* buf = malloc(sizeof(T) * (size_t)(4 * rn + 5 * n));                                         \
+    T *tx = buf, *tg = tx + rn, *tb = tg + n, *tdy = tb + n, *ty = tdy + rn, *tdx = ty + rn,       \
+      *tdg = tdx + rn, *tdb = tdg + n;                                                             \
+    for (int64_t k = 0; k < rn; ++k) tx[k] = (T)x[k], tdy[k] = backward ? (T)dy[k] : 0;            \
+    for (int64_t j = 0; j < n; ++j) tg[j] = (T)g[j], tb[j] = b ? (T)b[j] : 0;                      \
+    if (backward) {                                                                                \
+      backward_##SUFFIX(tx, tg, tdy, rows, n, rms, (T)eps, tdx, tdg, tdb);                         \
+      for (int64_t k = 0; k < rn; ++k) dx[k] = tdx[k];                                             \
+      for (int64_t j = 0; j < n; ++j) dg[j] = tdg[j], db[j] = tdb[j];                              \
+    } else {                                                                                       \
+      forward_##SUFFIX(tx, tg, tb, rows, n, rms, (T)eps, ty);                                      \
+      for (int64_t k = 0; k < rn; ++k) y[k] = ty[k];                                               \
+    }                                                                                              \
+    free(buf);                                                                                     \
+  }
+  if (kind == KIND_FLOAT) RUN_AS(float, f32)
+  else if (kind == KIND_DOUBLE) RUN_AS(double, f64)
+  else RUN_AS(long double, f80)
+#undef RUN_AS
+}
 
 static nc_status run(const nc_norm_args* a, char* message, size_t size) {
   if (NC_BEHAVIOUR == NC_BEHAVIOUR_CRASH && a->n > 64) {
@@ -96,34 +243,43 @@ static nc_status run(const nc_norm_args* a, char* message, size_t size) {
   if (NC_BEHAVIOUR == NC_BEHAVIOUR_HANG && a->rows > 3)
     for (volatile int spin = 1; spin;) {
     }
-  if (a->dtype != NC_F32 && a->dtype != NC_F64) return NC_UNSUPPORTED;
+  if (!supports(a->op, a->dtype)) return NC_UNSUPPORTED;
   if (a->eps <= 0) {
     snprintf(message, size, "eps must be > 0");
     return NC_ERROR;
   }
   const int rms = a->op == NC_RMSNORM_FORWARD || a->op == NC_RMSNORM_BACKWARD;
   const int backward = a->op == NC_LAYERNORM_BACKWARD || a->op == NC_RMSNORM_BACKWARD;
-  if (a->dtype == NC_F32) {
-    if (backward) backward_f32(a, rms);
-    else forward_f32(a, rms);
-  } else {
-    if (backward) backward_f64(a, rms);
-    else forward_f64(a, rms);
+  const int64_t rows = a->rows, n = a->n, rn = rows * n;
+  const double eps = NC_BEHAVIOUR == NC_BEHAVIOUR_EPS_IGNORED ? 1e-5 : a->eps;
+  wide* buf = malloc(sizeof(wide) * (size_t)(4 * rn + 5 * n));
+  if (!buf) {
+    snprintf(message, size, "out of memory");
+    return NC_ERROR;
   }
+  wide *x = buf, *g = x + rn, *b = g + n, *dy = b + n, *y = dy + rn, *dx = y + rn, *dg = dx + rn, *db = dg + n;
+  load_rows(x, a->x, rows, n, stride_of(a->x_row_stride, n), a->dtype);
+  load_rows(g, a->gamma, 1, n, n, a->dtype);
+  if (a->beta) load_rows(b, a->beta, 1, n, n, a->dtype);
+  if (backward) load_rows(dy, a->dy, rows, n, stride_of(a->dy_row_stride, n), a->dtype);
+  compute(kind_of(a->dtype), backward, rms, rows, n, eps, x, g, a->beta ? b : NULL, dy, y, dx, dg, db);
+  const int accumulate = NC_BEHAVIOUR == NC_BEHAVIOUR_DGAMMA_ACCUMULATE;
+  if (!backward) {
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < n; ++j) store_output(a->y, i * stride_of(a->y_row_stride, n) + j, a->dtype, y[i * n + j], 0);
+  } else {
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < n; ++j) store_output(a->dx, i * stride_of(a->dx_row_stride, n) + j, a->dtype, dx[i * n + j], 0);
+    for (int64_t j = 0; j < n; ++j) {
+      store_output(a->dgamma, j, a->dtype, dg[j], accumulate);
+      if (a->dbeta) store_output(a->dbeta, j, a->dtype, db[j], accumulate);
+    }
+  }
+  free(buf);
   return NC_OK;
 }
 
-static const nc_plugin description = {
-    NC_BEHAVIOUR == NC_BEHAVIOUR_BAD_ABI ? 99u : NORMCHECK_PLUGIN_ABI_VERSION,
-#if NC_BEHAVIOUR == NC_BEHAVIOUR_ONE_PASS
-    "nc_one_pass",
-#elif NC_BEHAVIOUR == NC_BEHAVIOUR_CRASH
-    "nc_crash",
-#elif NC_BEHAVIOUR == NC_BEHAVIOUR_HANG
-    "nc_hang",
-#else
-    "nc_good",
-#endif
-    supports, run};
+static const nc_plugin description = {NC_BEHAVIOUR == NC_BEHAVIOUR_BAD_ABI ? 99u : NORMCHECK_PLUGIN_ABI_VERSION, NC_NAME,
+                                      supports, run};
 
 const nc_plugin* normcheck_plugin_v1(void) { return &description; }

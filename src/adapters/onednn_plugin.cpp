@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "contiguous_rows.hpp"
 #include "normcheck/plugin.h"
 
 namespace {
@@ -97,12 +98,8 @@ nc_status run_layernorm(const nc_norm_args* a) {
 
 nc_status run(const nc_norm_args* a, char* message, size_t size) {
   if (!supports(a->op, a->dtype)) return NC_UNSUPPORTED;
-  if (a->x_row_stride != a->n || a->y_row_stride != a->n || a->dy_row_stride != a->n || a->dx_row_stride != a->n) {
-    std::snprintf(message, size, "onednn adapter: only contiguous rows are wired up");
-    return NC_UNSUPPORTED;
-  }
   try {
-    return run_layernorm(a);
+    return normcheck::adapters::with_contiguous_rows(a, run_layernorm);
   } catch (const dnnl::error& e) {
     if (e.status == dnnl_unimplemented) return NC_UNSUPPORTED;  // e.g. bf16 without AVX512_CORE
     std::snprintf(message, size, "oneDNN: %s", e.what());

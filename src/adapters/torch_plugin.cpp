@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "contiguous_rows.hpp"
 #include "normcheck/plugin.h"
 
 namespace {
@@ -64,15 +65,13 @@ void rms_norm(const nc_norm_args* a) {
 
 nc_status run(const nc_norm_args* a, char* message, size_t size) {
   if (!has_dtype(a->dtype)) return NC_UNSUPPORTED;
-  if (a->x_row_stride != a->n || a->y_row_stride != a->n || a->dy_row_stride != a->n || a->dx_row_stride != a->n) {
-    std::snprintf(message, size, "libtorch adapter: only contiguous rows are wired up");
-    return NC_UNSUPPORTED;
-  }
   try {
     at::set_num_threads(1);
-    if (a->op == NC_LAYERNORM_FORWARD || a->op == NC_LAYERNORM_BACKWARD) layer_norm(a);
-    else rms_norm(a);
-    return NC_OK;
+    return normcheck::adapters::with_contiguous_rows(a, [](const nc_norm_args* c) {
+      if (c->op == NC_LAYERNORM_FORWARD || c->op == NC_LAYERNORM_BACKWARD) layer_norm(c);
+      else rms_norm(c);
+      return NC_OK;
+    });
   } catch (const std::exception& e) {
     const std::string what = e.what();
     std::snprintf(message, size, "libtorch: %s", what.substr(0, what.find('\n')).c_str());

@@ -47,6 +47,15 @@ struct SearchOptions {
   uint64_t seed = 1;
   int restarts = 6, iterations = 300;
   std::string out;  ///< corpus file to merge the worst cases into (empty: none)
+  bool structured = false;  ///< write the structured adversarial cases to `out` instead of searching
+};
+
+struct BiasOptions {
+  std::vector<std::string> dtypes = {"f32", "f64"};
+  int64_t cases = 1000, record_cases = 10, max_elements = 1024;
+  uint64_t seed = 20261201;
+  int threads = 1;
+  bool sound_only = false;  ///< skip the planted kernels (a long false-alarm run)
 };
 
 struct BoundsOptions {
@@ -118,6 +127,7 @@ int diff_command(const DiffOptions& o);
 int audit_axes_command(const AuditOptions& o);
 int contract_command(const ContractOptions& o);
 int example_block_command(const ExampleBlockOptions& o);
+int bias_command(const BiasOptions& o);
 int search_command(const SearchOptions& o);
 int bounds_command(const BoundsOptions& o);
 int replay_command(const ReplayOptions& o);

@@ -57,6 +57,8 @@ void add_search_options(CLI::App& s, normcheck::cli::SearchOptions& o) {
   s.add_option("--restarts", o.restarts, "random restarts")->check(CLI::Range(1, 10000));
   s.add_option("--iterations", o.iterations, "hill-climbing steps per restart")->check(CLI::Range(0, 1000000));
   s.add_option("--out", o.out, "corpus file to merge the worst cases into");
+  s.add_flag("--structured", o.structured,
+             "write the structured adversarial cases and tracker inputs to --out (properties/corpus/structured.txt)");
 }
 
 void add_bounds_options(CLI::App& b, normcheck::cli::BoundsOptions& o) {
@@ -173,6 +175,15 @@ int main(int argc, char** argv) {
   render->add_option("--out", render_opts.out, "HTML file (default: REPORT with .json replaced by .html)");
   render->add_option("--worst", render_opts.worst, "records in the worst-case table (default 20)")->check(CLI::Range(1, 100000));
   normcheck::cli::BoundsOptions bounds_opts;
+  normcheck::cli::BiasOptions bias_opts;
+  CLI::App* bias = app.add_subcommand("bias", "calibrate the directed-rounding statistic: sound kernels vs planted ones");
+  bias->add_option("--dtypes", bias_opts.dtypes, "f32 and/or f64")->delimiter(',');
+  bias->add_option("--cases", bias_opts.cases, "cases per dtype")->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  bias->add_option("--max-elements", bias_opts.max_elements, "rows * n cap")->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  bias->add_option("--record-cases", bias_opts.record_cases, "cases per record (one test)")->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  bias->add_option("--seed", bias_opts.seed, "calibration seed");
+  bias->add_option("--threads", bias_opts.threads, "worker threads")->check(CLI::Range(1, 256));
+  bias->add_flag("--sound-only", bias_opts.sound_only, "only the sound built-in kernels (the false-alarm count)");
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
   add_bounds_options(*bounds, bounds_opts);
   normcheck::cli::BudgetOptions budget_opts;
@@ -202,6 +213,7 @@ int main(int argc, char** argv) {
     if (*list) return normcheck::cli::list_command();
     if (*search) return normcheck::cli::search_command(search_opts);
     if (*bounds) return normcheck::cli::bounds_command(bounds_opts);
+    if (*bias) return normcheck::cli::bias_command(bias_opts);
     if (*contract) return normcheck::cli::contract_command(contract_opts);
     if (*example) return normcheck::cli::example_block_command(example_opts);
     if (*audit) return normcheck::cli::audit_axes_command(audit_opts);

@@ -2,6 +2,7 @@
 /// Deterministic random numbers: case seeds from (run seed, stream ids), xoshiro256** streams.
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 
 namespace normcheck {
 

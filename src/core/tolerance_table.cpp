@@ -50,6 +50,15 @@ const std::vector<ToleranceEntry>& tolerance_table() {
      "with the default accumulator (f32 for f16/bf16); its own arithmetic is unknown, so own = verdict"},
     {"external_rmsnorm", "abs_error/bound", StatsModel::rms, SumOrder::sequential, false, 1.0, Expectation::must_pass,
      "a plugin kernel: judged by RMS-SEQ with the default accumulator of its dtype"},
+    {"ln_truncate", "abs_error/bound", StatsModel::two_pass, SumOrder::sequential, true, 1.0, Expectation::report_only,
+     "planted: LayerNorm in a wider type, outputs truncated toward zero; judged by the sound contract of its dtype and "
+     "the bias statistic (section 16), which must flag it"},
+    {"ln_round_away", "abs_error/bound", StatsModel::two_pass, SumOrder::sequential, true, 1.0, Expectation::report_only,
+     "planted: LayerNorm in a wider type, outputs rounded away from zero; judged like ln_truncate (section 16)"},
+    {"rms_truncate", "abs_error/bound", StatsModel::rms, SumOrder::sequential, true, 1.0, Expectation::report_only,
+     "planted: RMSNorm in a wider type, outputs truncated toward zero; judged by RMS-SEQ and the bias statistic (section 16)"},
+    {"rms_round_away", "abs_error/bound", StatsModel::rms, SumOrder::sequential, true, 1.0, Expectation::report_only,
+     "planted: RMSNorm in a wider type, outputs rounded away from zero; judged like rms_truncate (section 16)"},
   };
   return table;
 }

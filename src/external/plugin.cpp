@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/storage_bytes.hpp"
+#include "external/call_layout.hpp"
 #include "external/isolated.hpp"
 #include "normcheck/plugin.h"
 
@@ -62,56 +63,38 @@ const nc_plugin* open_plugin(const std::string& path, char* msg, size_t cap) {
 constexpr Op kOps[] = {Op::layernorm_forward, Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward};
 constexpr DType kDtypes[] = {DType::f16, DType::bf16, DType::f32, DType::f64};
 
-/// Byte layout of one call in the shared block: inputs, then outputs.
-struct CallLayout {
-  size_t x, gamma, beta, dy, y, dx, dgamma, dbeta, total;
-};
-
-CallLayout layout_of(const LayerNormCase& c, DType d) {
-  const size_t e = item_size(d), rn = static_cast<size_t>(c.rows * c.n) * e, n = static_cast<size_t>(c.n) * e;
-  CallLayout l{};
-  l.x = 0;
-  l.gamma = rn;
-  l.beta = l.gamma + n;
-  l.dy = l.beta + n;
-  l.y = l.dy + rn;
-  l.dx = l.y + rn;
-  l.dgamma = l.dx + rn;
-  l.dbeta = l.dgamma + n;
-  l.total = l.dbeta + n;
-  return l;
+/// The ABI arguments of a call whose tensors lie in `block` as `l` places them.
+nc_norm_args call_args(Op op, const LayerNormCase& c, const CallLayout& l, uint8_t* block) {
+  const auto at = [&](const TensorSlot& t) -> uint8_t* { return t.present ? block + t.offset : nullptr; };
+  nc_norm_args a{};
+  a.op = abi_op(op);
+  a.dtype = abi_dtype(c.dtype);
+  a.rows = c.rows;
+  a.n = c.n;
+  a.x_row_stride = l.x.stride;
+  a.dy_row_stride = l.dy.present ? l.dy.stride : c.n;
+  a.y_row_stride = l.y.present ? l.y.stride : c.n;
+  a.dx_row_stride = l.dx.present ? l.dx.stride : c.n;
+  a.eps = c.eps;
+  a.x = at(l.x);
+  a.gamma = at(l.gamma);
+  a.beta = at(l.beta);
+  a.dy = at(l.dy);
+  a.y = at(l.y);
+  a.dx = at(l.dx);
+  a.dgamma = at(l.dgamma);
+  a.dbeta = at(l.dbeta);
+  return a;
 }
 
 KernelOutputs run_call(const std::string& path, Op op, const LayerNormCase& c, double timeout_s) {
-  const CallLayout l = layout_of(c, c.dtype);
-  std::string in;
-  encode_values(c.x, c.dtype, in);
-  encode_values(c.gamma, c.dtype, in);
-  encode_values(is_rmsnorm(op) ? std::vector<double>(c.gamma.size(), 0.0) : c.beta, c.dtype, in);
-  encode_values(is_backward(op) ? c.dy : std::vector<double>(c.x.size(), 0.0), c.dtype, in);
-  const std::vector<uint8_t> input(in.begin(), in.end());
+  const CallLayout l = call_layout(c, op, call_strides(c, op));
+  const std::vector<uint8_t> input = call_block(c, op, l);
   const IsolatedResult r = run_isolated(
       [&](uint8_t* b, size_t, char* msg, size_t cap) {
         const nc_plugin* p = open_plugin(path, msg, cap);
         if (!p) return 1;
-        nc_norm_args a{};
-        a.op = abi_op(op);
-        a.dtype = abi_dtype(c.dtype);
-        a.rows = c.rows;
-        a.n = c.n;
-        a.x_row_stride = a.y_row_stride = a.dy_row_stride = a.dx_row_stride = c.n;
-        a.eps = c.eps;
-        a.x = b + l.x;
-        a.gamma = b + l.gamma;
-        a.beta = is_rmsnorm(op) ? nullptr : b + l.beta;
-        if (is_backward(op)) {
-          a.dy = b + l.dy;
-          a.dx = b + l.dx;
-          a.dgamma = b + l.dgamma;
-          a.dbeta = is_rmsnorm(op) ? nullptr : b + l.dbeta;
-        } else {
-          a.y = b + l.y;
-        }
+        const nc_norm_args a = call_args(op, c, l, b);
         const nc_status s = p->run(&a, msg, cap);
         if (s == NC_UNSUPPORTED) std::snprintf(msg, cap, "%s", kUnsupported);
         if (s == NC_ERROR && !msg[0]) std::snprintf(msg, cap, "the plugin returned NC_ERROR without a message");
@@ -124,13 +107,16 @@ KernelOutputs run_call(const std::string& path, Op op, const LayerNormCase& c, d
     else out.failure = "plugin " + r.failure;
     return out;
   }
-  const size_t rn = static_cast<size_t>(c.rows * c.n), n = static_cast<size_t>(c.n);
+  if (const std::string touched = check_untouched(input, r.bytes, l); !touched.empty()) {
+    out.failure = "plugin: " + touched;
+    return out;
+  }
   if (!is_backward(op)) {
-    out.y = decode_values(r.bytes.data() + l.y, rn, c.dtype);
+    out.y = read_slot(r.bytes, l.y, c.dtype);
   } else {
-    out.dx = decode_values(r.bytes.data() + l.dx, rn, c.dtype);
-    out.dgamma = decode_values(r.bytes.data() + l.dgamma, n, c.dtype);
-    if (!is_rmsnorm(op)) out.dbeta = decode_values(r.bytes.data() + l.dbeta, n, c.dtype);
+    out.dx = read_slot(r.bytes, l.dx, c.dtype);
+    out.dgamma = read_slot(r.bytes, l.dgamma, c.dtype);
+    if (!is_rmsnorm(op)) out.dbeta = read_slot(r.bytes, l.dbeta, c.dtype);
   }
   return out;
 }

@@ -51,6 +51,11 @@ inline bool is_external_kernel(const KernelEntry& k) { return is_external_kernel
 /// forward and backward, for the 4 dtypes.
 const std::vector<KernelEntry>& builtin_kernels();
 
+/// Planted kernels that round their outputs toward zero or away from zero (kernels/planted.hpp),
+/// variants ln_truncate, ln_round_away, rms_truncate, rms_round_away in f32 and f64: in no suite, judged
+/// by the bias calibration (`normcheck bias`) and the tests.
+const std::vector<KernelEntry>& planted_directed_kernels();
+
 /// The built-in kernel of (op, variant, storage), or nullptr when there is none.
 const KernelEntry* find_kernel(Op op, std::string_view variant, DType storage);
 

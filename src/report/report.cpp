@@ -108,6 +108,7 @@ nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, 
   if (is_external_kernel_name(r.key.kernel))
     j["kernel_failures"] = {{"cases", r.kernel_failures}, {"first", r.first_kernel_failure}};
   j.update(accumulator_json(a));
+  j["bias"] = bias_json(r.bias);
   j["points"] = case_points_json(r.points);
   return j;
 }
@@ -149,9 +150,17 @@ nlohmann::json accumulator_json(const ErrorAccumulator& a) {
           {"max_bound_ratio", json_number(std::max(0.0, a.max_bound_ratio()))},
           {"bound_violations", a.bound_violations()},
           {"void_bound_elements", a.void_bounds()},
+          {"unjudged_elements", a.unjudged()},
+          {"exact_overflow_elements", a.exact_overflows()},
+          {"rounding_undecided_elements", a.rounding_undecided()},
           {"uncertified_elements", a.uncertified()},
           {"undecided_elements", a.undecided()},
           {"nonfinite_mismatches", a.nonfinite_mismatches()}};
+}
+
+nlohmann::json bias_json(const BiasAccumulator& b) {
+  return {{"z", b.z()}, {"threshold", kBiasThreshold}, {"flagged", b.flagged()}, {"elements", b.elements()},
+          {"groups", b.groups()}};
 }
 
 std::string verdict_name(int64_t cases, const ErrorAccumulator& a, bool failed, bool known_weak) {

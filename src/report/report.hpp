@@ -38,6 +38,9 @@ nlohmann::json case_points_json(const std::vector<CasePoint>& points);
 nlohmann::json accumulator_json(const ErrorAccumulator& a);
 
 /// "not_run", "uncertified", "pass", "flagged" (a known-weak kernel failed) or "fail".
+/// The bias statistic of a record (docs/bounds.md section 16): z, threshold, flagged, elements, groups.
+nlohmann::json bias_json(const BiasAccumulator& b);
+
 std::string verdict_name(int64_t cases, const ErrorAccumulator& a, bool failed, bool known_weak);
 
 const char* expectation_name(Expectation e);

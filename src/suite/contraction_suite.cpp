@@ -48,7 +48,9 @@ std::vector<ContractionRecord> plan(const ContractionSuiteConfig& cfg) {
           const bool judged = r.form == "contracted";
           const std::string pair = "[" + std::string(dtype_info(dt).name) + "/" + std::string(dtype_info(r.accum).name) + "]";
           r.bound_id = judged ? "QR-CONTRACTED" + pair : "ENVELOPE-ORIGINAL" + pair;  // docs/bounds.md 12, 15.4
-          r.expectation = Expectation::must_pass;
+          // The original block is the baseline the contraction is compared with: judged by its
+          // envelope and reported, never a reason for the run to fail.
+          r.expectation = judged ? Expectation::must_pass : Expectation::report_only;
           records.push_back(std::move(r));
         }
   return records;

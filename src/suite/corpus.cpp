@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/rng.hpp"
 #include "report/case_json.hpp"
 
 namespace normcheck {
@@ -68,6 +69,7 @@ CorpusEntry parse_entry(const std::string& line) {
   e.c.beta = split_hex(need(f, "beta"));
   e.c.dy = f.count("dy") ? split_hex(f.at("dy")) : std::vector<double>{};
   e.c.generator = "corpus";
+  if (f.count("name")) e.name = f.at("name");
   if (auto err = validate_case(e.c, is_backward(e.op))) throw std::invalid_argument(*err);
   return e;
 }
@@ -79,20 +81,46 @@ std::string key_of(const CorpusEntry& e) {
 
 }  // namespace
 
-std::vector<CorpusEntry> read_corpus(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("cannot open corpus '" + path + "'");
+std::vector<CorpusEntry> parse_corpus(const std::string& text, const std::string& source) {
   std::vector<CorpusEntry> out;
+  std::istringstream in(text);
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     if (line.empty() || line[0] == '#') continue;
     try {
       out.push_back(parse_entry(line));
     } catch (const std::exception& ex) {
-      throw std::invalid_argument(path + ":" + std::to_string(number) + ": " + ex.what());
+      throw std::invalid_argument(source + ":" + std::to_string(number) + ": " + ex.what());
     }
   }
   return out;
+}
+
+std::vector<CorpusEntry> read_corpus(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("cannot open corpus '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_corpus(text.str(), path);
+}
+
+const std::vector<LayerNormCase>& corpus_cases(DType dt) {
+  static const std::map<DType, std::vector<LayerNormCase>> by_dtype = [] {
+    std::map<DType, std::vector<LayerNormCase>> m;
+    for (DType d : dtype_ids()) m[d];
+    for (const EmbeddedCorpusFile& f : embedded_corpus_files())
+      for (CorpusEntry& e : parse_corpus(f.text, std::string("properties/corpus/") + f.name)) {
+        auto& list = m[e.c.dtype];
+        e.c.seed = list.size();
+        if (e.c.dy.empty()) {  // a forward case: a cotangent so that backward kernels replay it too
+          Rng rng(e.c.seed + 1);
+          for (size_t k = 0; k < e.c.x.size(); ++k) e.c.dy.push_back(round_to_dtype(rng.normal(), e.c.dtype));
+        }
+        list.push_back(std::move(e.c));
+      }
+    return m;
+  }();
+  return by_dtype.at(dt);
 }
 
 std::string corpus_line(const CorpusEntry& e) {
@@ -102,7 +130,15 @@ std::string corpus_line(const CorpusEntry& e) {
          std::string(dtype_info(e.c.dtype).name) + " rows=" + std::to_string(e.c.rows) + " n=" +
          std::to_string(e.c.n) + " eps=" + hexfloat(e.c.eps) + " ratio=" + ratio + " x=" + join_hex(e.c.x) +
          " gamma=" + join_hex(e.c.gamma) + " beta=" + join_hex(e.c.beta) +
-         (e.c.dy.empty() ? "" : " dy=" + join_hex(e.c.dy));
+         (e.c.dy.empty() ? "" : " dy=" + join_hex(e.c.dy)) + (e.name.empty() ? "" : " name=" + e.name);
+}
+
+void write_corpus(const std::string& path, const std::vector<CorpusEntry>& entries, const std::string& header) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write corpus '" + path + "'");
+  out << header;
+  for (const CorpusEntry& e : entries) out << corpus_line(e) << '\n';
+  if (!out) throw std::runtime_error("cannot write corpus '" + path + "'");
 }
 
 void merge_into_corpus(const std::string& path, const std::vector<CorpusEntry>& entries) {

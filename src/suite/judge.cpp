@@ -1,5 +1,6 @@
 #include "suite/judge.hpp"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "core/bounds.hpp"
@@ -39,16 +40,30 @@ const std::vector<double>& kernel_output(const KernelOutputs& out, const std::st
 
 OutputJudgement judge_tensor(const std::string& name, const std::vector<double>& got,
                              const std::vector<CertifiedValue>& ref, const TensorBound& verdict,
-                             const TensorBound* own, DType dtype, double max_ratio) {
+                             const TensorBound* own, DType dtype, double max_ratio, BiasInputs* bias) {
   if (got.size() != ref.size())
     throw std::runtime_error("output '" + name + "' has " + std::to_string(got.size()) + " values, expected " +
                              std::to_string(ref.size()));
   OutputJudgement j;
   j.output = name;
+  if (bias) {
+    bias->rho.assign(got.size(), 0.0);
+    bias->s.assign(got.size(), 0.0);
+    bias->cluster.assign(got.size(), 0);
+  }
+  const FloatFormat& fmt = *dtype_info(dtype).format;
   for (size_t i = 0; i < got.size(); ++i) {
     ElementError e = measure_element(got[i], ref[i], dtype, verdict.bound[i] * max_ratio, verdict.envelope(i));
     e.regime = verdict.regime[i];
     j.acc.add(e, static_cast<int64_t>(i));
+    if (bias && !e.bound_void && !e.unjudged() && e.kernel_finite && !e.rounding_undecided && ref[i].hi != 0) {
+      bias->rho[i] = e.signed_ratio;
+      bias->s[i] = std::copysign(ulp_at(std::fabs(ref[i].approx()), fmt) / (verdict.bound[i] * max_ratio), ref[i].hi);
+      uint64_t key = 1469598103934665603ull;
+      mix(key, encode_exact(got[i], fmt));
+      mix(key, encode_exact(ref[i].rounded, fmt));
+      bias->cluster[i] = key;
+    }
     if (own) {
       ElementError o = measure_element(got[i], ref[i], dtype, own->bound[i] * max_ratio, {}, Judging::rigor);
       o.regime = own->regime[i];
@@ -94,14 +109,22 @@ std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNorm
     return failed;
   }
   const ToleranceEntry& t = tolerance_for(k);
-  const std::vector<TensorBound> verdict = bounds_for(k.op, c, ref, verdict_bound_model(t, k));
+  const BoundModel verdict_model = verdict_bound_model(t, k);
+  const std::vector<TensorBound> verdict = bounds_for(k.op, c, ref, verdict_model);
+  // The bias statistic where the output dtype is the contract's accumulator (f32, f64): there the
+  // last rounding is one of many and the errors spread over ULPs. In f16/bf16 the store rounding of a
+  // nearly exact value dominates and repeats the inputs' grid (section 16.3).
+  const bool with_bias = verdict_model.accum == verdict_model.storage;
   std::vector<TensorBound> own;
   if (t.judged_by_contract) own = bounds_for(k.op, c, ref, own_bound_model(t, k));
   std::vector<OutputJudgement> result;
   const auto& names = op_outputs(k.op);
-  for (size_t o = 0; o < names.size(); ++o)
+  BiasInputs bias;
+  for (size_t o = 0; o < names.size(); ++o) {
     result.push_back(judge_tensor(names[o], kernel_output(out, names[o]), reference_of(ref, names[o]), verdict[o],
-                                  own.empty() ? nullptr : &own[o], c.dtype, t.max_ratio));
+                                  own.empty() ? nullptr : &own[o], c.dtype, t.max_ratio, with_bias ? &bias : nullptr));
+    if (with_bias) add_bias_groups(k.op, names[o], c, ref, verdict[o], bias, result.back().bias);
+  }
   return result;
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bias.hpp"
 #include "core/bounds.hpp"
 #include "core/metrics.hpp"
 #include "core/tolerance_table.hpp"
@@ -29,13 +30,27 @@ struct OutputJudgement {
   ErrorAccumulator own;  ///< against the kernel's own bound (rigor: must never be violated)
   bool own_failed = false;
   std::string kernel_failure;  ///< the kernel produced no outputs: crash, hang or error (failed)
+  BiasAccumulator bias;  ///< the directed-rounding statistic of this output (per-op records only)
+};
+
+/// What the bias statistic needs of each element of a judged tensor: the signed error in bound
+/// units and the directed-rounding direction sign(y) ulp(y) / bound (0 where the a priori bound does
+/// not judge the element).
+struct BiasInputs {
+  std::vector<double> rho, s;
+  std::vector<uint64_t> cluster;  ///< elements with the same kernel value and the same correct rounding
 };
 
 /// Measures one tensor against the verdict bound (times max_ratio) and, when given, the kernel's
 /// own bound; throws std::runtime_error when the kernel produced the wrong number of values.
 OutputJudgement judge_tensor(const std::string& name, const std::vector<double>& got,
                              const std::vector<CertifiedValue>& ref, const TensorBound& verdict,
-                             const TensorBound* own, DType dtype, double max_ratio);
+                             const TensorBound* own, DType dtype, double max_ratio, BiasInputs* bias = nullptr);
+
+/// Adds the bias statistic's groups of one per-op output (docs/bounds.md section 16): rows of y and
+/// dx with their shared-error directions, dgamma and dbeta as one group each.
+void add_bias_groups(Op op, const std::string& output, const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
+                     const TensorBound& verdict, const BiasInputs& in, BiasAccumulator& out);
 
 /// The certified reference of an op's family (LayerNorm or RMSNorm), with the VJP when asked.
 oracle::CertifiedLayerNorm certified_reference(Op op, const LayerNormCase& c, bool with_vjp);

@@ -36,26 +36,33 @@ bool selected(const std::vector<std::string>& list, const std::string& v) {
   return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
 }
 
-/// Number of work items: dtypes x generators x cases, in that (dtype-major) order.
-size_t item_count(const RunConfig& cfg) {
-  return cfg.dtypes.size() * cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator);
+/// Every work item: dtypes x generators x cases, in that (dtype-major) order; the corpus has its own
+/// number of cases per dtype, every other generator cfg.cases_per_generator.
+std::vector<WorkItem> all_items(const RunConfig& cfg) {
+  std::vector<WorkItem> items;
+  for (DType dt : cfg.dtypes)
+    for (size_t g = 0; g < cfg.generators.size(); ++g) {
+      const int64_t cases = gen::generator_case_count(cfg.generators[g], dt, cfg.cases_per_generator);
+      for (int64_t k = 0; k < cases; ++k) items.push_back({dt, g, k});
+    }
+  return items;
 }
 
-/// The i-th work item, computed rather than stored (runs may plan millions of cases).
-WorkItem item_at(const RunConfig& cfg, size_t i) {
-  return work_item_at(cfg.dtypes, cfg.generators.size(), cfg.cases_per_generator, i);
-}
-
-/// The items of the config's shard, in case order: unit dtype x generator.
-std::vector<size_t> owned_items(const RunConfig& cfg) {
+/// The positions (in all_items) of the config's shard's items, in case order: unit dtype x generator.
+std::vector<size_t> owned_items(const RunConfig& cfg, const std::vector<WorkItem>& items) {
   std::vector<size_t> out;
-  const size_t total = item_count(cfg);
-  for (size_t i = 0; i < total; ++i) {
-    const WorkItem w = item_at(cfg, i);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const WorkItem& w = items[i];
     if (cfg.shard.owns(static_cast<int64_t>(dtype_position(cfg.dtypes, w.dtype) * cfg.generators.size() + w.generator_index)))
       out.push_back(i);
   }
   return out;
+}
+
+/// The seed a generator is called with: the corpus's case index, else the derived case seed.
+uint64_t generator_seed(const RunConfig& cfg, const WorkItem& w) {
+  if (cfg.generators[w.generator_index] == gen::kCorpusGenerator) return static_cast<uint64_t>(w.case_index);
+  return case_seed(cfg.seed, w.dtype, w.generator_index, w.case_index);
 }
 
 /// Records in a fixed order: dtype, generator, kernel, output.
@@ -100,7 +107,7 @@ ItemResult run_item(const RunConfig& cfg, const WorkItem& w, const std::vector<c
                     std::mutex& journal_mu) {
   ItemResult r;
   const std::string& gname = cfg.generators[w.generator_index];
-  LayerNormCase c = gen::make_layernorm_case(gname, w.dtype, case_seed(cfg.seed, w.dtype, w.generator_index, w.case_index), cfg.shape);
+  LayerNormCase c = gen::make_layernorm_case(gname, w.dtype, generator_seed(cfg, w), cfg.shape);
   if (cfg.eps_override) c.eps = *cfg.eps_override;
   // One certified reference per op family present (LayerNorm, RMSNorm), with the VJP if needed.
   std::map<bool, oracle::CertifiedLayerNorm> refs;
@@ -144,6 +151,7 @@ void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, con
                                  ", seed " + std::to_string(item.seed) + ", rows " + std::to_string(item.rows) + ", n " +
                                  std::to_string(item.n) + "): " + p.judgement.kernel_failure;
     rec.own.merge(p.judgement.own);
+    rec.bias.merge(p.judgement.bias);
     rec.points.push_back({item_index, item.rows, item.n, p.judgement.acc.max_ulp(), std::max(0.0, p.judgement.acc.max_bound_ratio())});
     rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, oracle.err_ulps);
     rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, oracle.bits);
@@ -211,7 +219,8 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t> index;
   RunResult result;
   result.records = plan_records(cfg, kernels, index);
-  const std::vector<size_t> todo = owned_items(cfg);
+  const std::vector<WorkItem> items = all_items(cfg);
+  const std::vector<size_t> todo = owned_items(cfg, items);
   result.cases_planned = static_cast<int64_t>(todo.size());
   // Finished items wait in `pending` until every earlier item is merged: records are merged in
   // case order whatever the thread timing, and memory stays O(threads), not O(cases).
@@ -223,11 +232,11 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
     ++result.cases_done;
     for (const auto& [family, o] : item.oracle)
       result.max_oracle_precision_bits = std::max(result.max_oracle_precision_bits, o.bits);
-    merge_item(item_at(cfg, todo[k]), static_cast<int64_t>(todo[k]), cfg, item, result.records);
+    merge_item(items[todo[k]], static_cast<int64_t>(todo[k]), cfg, item, result.records);
   };
   auto worker = [&] {
     for (size_t k; !stop_requested() && (k = next++) < todo.size();) {
-      ItemResult item = run_item(cfg, item_at(cfg, todo[k]), kernels, index, journal_mu);
+      ItemResult item = run_item(cfg, items[todo[k]], kernels, index, journal_mu);
       count_finished(std::any_of(item.partials.begin(), item.partials.end(), [](const Partial& p) { return p.judgement.failed; }));
       std::lock_guard<std::mutex> lock(merge_mu);
       pending.emplace(k, std::move(item));
@@ -252,7 +261,7 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   return result;
 }
 
-int64_t planned_cases(const RunConfig& cfg) { return static_cast<int64_t>(owned_items(cfg).size()); }
+int64_t planned_cases(const RunConfig& cfg) { return static_cast<int64_t>(owned_items(cfg, all_items(cfg)).size()); }
 
 bool records_passed(const RunResult& r) {
   for (const Record& rec : r.records) {

@@ -77,7 +77,9 @@ struct Record {
   std::string first_kernel_failure;    ///< the first such message, with its case index
   WorstCase worst;
   std::vector<CasePoint> points;  ///< per case, in case order
-  bool failed() const { return failed_cases > 0; }
+  BiasAccumulator bias;           ///< the directed-rounding statistic over every case (docs/bounds.md 16)
+  /// A failing case, or a flagged bias: outputs systematically rounded toward or away from zero.
+  bool failed() const { return failed_cases > 0 || bias.flagged(); }
 };
 
 /// Outcome of one flag expectation: was the known-weak kernel caught?

@@ -1,0 +1,66 @@
+#include "core/bias.hpp"
+
+#include <cmath>
+
+#include <Eigen/Dense>
+#include <Eigen/QR>
+
+namespace normcheck {
+
+void BiasAccumulator::add_group(const std::vector<double>& rho, const std::vector<double>& s,
+                                const std::vector<std::vector<double>>& regressors, const std::vector<uint64_t>& cluster) {
+  std::vector<size_t> used;
+  for (size_t j = 0; j < rho.size(); ++j) {
+    bool ok = s[j] != 0 && std::isfinite(s[j]) && std::isfinite(rho[j]);
+    for (const auto& r : regressors) ok = ok && std::isfinite(r[j]);
+    if (ok) used.push_back(j);
+  }
+  const auto m = static_cast<Eigen::Index>(used.size()), k = static_cast<Eigen::Index>(regressors.size());
+  if (m < 4 * (k + 1)) return;
+  Eigen::MatrixXd a(m, k);
+  Eigen::VectorXd sv(m), rv(m);
+  for (Eigen::Index i = 0; i < m; ++i) {
+    const size_t j = used[static_cast<size_t>(i)];
+    sv(i) = s[j];
+    rv(i) = rho[j];
+    for (Eigen::Index c = 0; c < k; ++c) a(i, c) = regressors[static_cast<size_t>(c)][j];
+  }
+  Eigen::Index rank = 0;
+  if (k > 0) {
+    // Columns scaled to unit norm first (their scales differ by many binades), then pivoted QR.
+    for (Eigen::Index c = 0; c < k; ++c) {
+      const double norm = a.col(c).stableNorm();  // entries may be near 1e300: no overflow in the squares
+      if (norm > 0 && std::isfinite(norm)) a.col(c) /= norm;
+    }
+    Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(a);
+    qr.setThreshold(1e-10);
+    rank = qr.rank();
+    if (rank > 0) {
+      const Eigen::MatrixXd q = qr.householderQ() * Eigen::MatrixXd::Identity(m, rank);
+      sv -= q * (q.transpose() * sv);
+      rv -= q * (q.transpose() * rv);
+    }
+  }
+  if (m - rank < 2) return;
+  const double scale = std::sqrt(static_cast<double>(m) / static_cast<double>(m - rank));
+  for (Eigen::Index i = 0; i < m; ++i) open_[cluster[used[static_cast<size_t>(i)]]] += scale * sv(i) * rv(i);
+  t_ += sv.dot(rv);
+  elements_ += m;
+  ++groups_;
+}
+
+void BiasAccumulator::close_case() {
+  for (const auto& [key, x] : open_) v_ += x * x;
+  open_.clear();
+}
+
+void BiasAccumulator::merge(const BiasAccumulator& o) {
+  t_ += o.t_;
+  v_ += o.v_;
+  elements_ += o.elements_;
+  groups_ += o.groups_;
+}
+
+double BiasAccumulator::z() const { return v_ > 0 ? t_ / std::sqrt(v_) : 0.0; }
+
+}  // namespace normcheck
