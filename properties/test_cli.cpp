@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "properties/cli_harness.hpp"
+#include "report/case_json.hpp"
 
 namespace {
 
@@ -53,6 +54,29 @@ TEST(Cli, QuickSuitePassesWritesReportAndValidatesAgainstSchema) {
   EXPECT_TRUE(j.at("run").at("passed").get<bool>());
   for (const auto& f : j.at("flag_checks")) EXPECT_TRUE(f.at("caught").get<bool>()) << f.dump();
   for (const auto& r : j.at("records")) EXPECT_LE(r.at("oracle").at("certified_max_err_ulps").get<double>(), 1e-3);
+  // Every element was judged (but for exact values beyond the dtype): no uncertified case or element in
+  // any section; the corpus ran first.
+  EXPECT_EQ(j.at("config").at("generators").at(0), "corpus");
+  for (const char* section : {"records", "rms_block", "qr_contraction", "grouped_norm"}) {
+    const auto& recs = std::string(section) == "records" ? j.at("records") : j.at(section).at("records");
+    for (const auto& r : recs) {
+      EXPECT_EQ(r.at("uncertified_elements").get<int64_t>(), 0) << section << " " << r.dump().substr(0, 300);
+      // The only elements without a verdict are those whose exact value overflows the dtype.
+      EXPECT_EQ(r.at("unjudged_elements"), r.at("exact_overflow_elements")) << section << " " << r.dump().substr(0, 300);
+      if (r.contains("uncertified_cases")) {
+        EXPECT_EQ(r.at("uncertified_cases").get<int64_t>(), 0) << section;
+      }
+    }
+  }
+  // The recorded worst element is the one with the record's largest err/bound.
+  for (const auto& r : j.at("records")) {
+    if (r.at("worst_case").is_null() || r.at("elements").get<int64_t>() == 0) continue;
+    const auto ratio = normcheck::json_number_value(r.at("worst_case").at("element").at("bound_ratio"));
+    ASSERT_TRUE(ratio.has_value());
+    const auto record_ratio = normcheck::json_number_value(r.at("max_bound_ratio"));
+    if (std::isinf(*ratio)) EXPECT_TRUE(std::isinf(*record_ratio));
+    else EXPECT_DOUBLE_EQ(*ratio, *record_ratio) << r.at("variant") << " " << r.at("property") << " " << r.at("output");
+  }
   const std::string schema = std::string(NORMCHECK_SOURCE_DIR) + "/reports/schema/report.v1.schema.json";
   const std::string py = "/usr/bin/python3 -c \"import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
                          "json.load(open(sys.argv[2])))\" " + report.string() + " " + schema;
@@ -225,7 +249,9 @@ TEST(Cli, RunJudgesTheQrContractionPerDtypeAndCategoryAndReplaysItsRecords) {
   ASSERT_EQ(q.at("records").size(), 4u * 9u * 4u);  // dtypes x seed categories x {contracted, original} x {f, dx}
   for (const auto& r : q.at("records")) {
     EXPECT_EQ(r.at("uncertified_elements").get<int64_t>(), 0) << r.dump();
-    if (r.at("form") == "contracted") EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+    if (r.at("form") == "contracted") {
+      EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+    }
     if (r.at("form") == "original") {  // no a priori bound: every element is judged by the envelope only
       EXPECT_EQ(r.at("bound_id").get<std::string>().rfind("ENVELOPE-ORIGINAL[", 0), 0u) << r.dump();
       EXPECT_EQ(r.at("void_bound_elements"), r.at("elements")) << r.dump();

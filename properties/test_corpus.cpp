@@ -6,8 +6,12 @@
 #include <cstdio>
 #include <fstream>
 
+#include <set>
+
+#include "properties/generators.hpp"
 #include "suite/corpus.hpp"
 #include "suite/search.hpp"
+#include "suite/suites.hpp"
 
 using namespace normcheck;
 
@@ -82,4 +86,48 @@ TEST(Corpus, SearchIsReproducibleFromItsSeed) {
   EXPECT_EQ(a.best.ratio, b.best.ratio);
   EXPECT_EQ(case_digest(a.best.c), case_digest(b.best.c));
   EXPECT_GT(a.best.ratio, 0.0);
+}
+
+TEST(Corpus, TheStructuredFileIsWrittenByItsGenerator) {
+  // properties/corpus/structured.txt is `normcheck search --structured --out ...`: regenerate and compare.
+  const auto committed = read_corpus(corpus_path("structured"));
+  const auto generated = structured_corpus();
+  ASSERT_EQ(committed.size(), generated.size());
+  for (size_t i = 0; i < generated.size(); ++i) EXPECT_EQ(corpus_line(committed[i]), corpus_line(generated[i])) << i;
+  std::set<std::string> names;
+  for (const CorpusEntry& e : generated) names.insert(e.name);
+  for (const char* required : {"tie_mean_n2_at_1", "n_1025", "eps_equals_variance", "eps_at_accumulator_max",
+                               "variance_plus_eps_overflows", "pytorch_51102_randn_plus_2000", "burn_5607_mean_plus_i_1e-3",
+                               "tt_metal_55159_f32_squares_overflow"})
+    EXPECT_TRUE(names.count(required)) << required;
+}
+
+TEST(Corpus, EverySuiteReplaysTheWholeCorpusFirst) {
+  for (const char* suite : {"quick", "default", "nightly"}) {
+    const auto cfg = suite_config(suite);
+    ASSERT_TRUE(cfg.has_value());
+    EXPECT_EQ(cfg->generators.front(), gen::kCorpusGenerator) << suite;
+  }
+  size_t total = 0;
+  for (DType dt : dtype_ids()) {
+    EXPECT_GT(corpus_cases(dt).size(), 20u) << dtype_info(dt).name;
+    total += corpus_cases(dt).size();
+    EXPECT_EQ(gen::generator_case_count(gen::kCorpusGenerator, dt, 3), static_cast<int64_t>(corpus_cases(dt).size()));
+  }
+  size_t lines = 0;
+  for (const char* file : {"layernorm", "rmsnorm", "structured"}) lines += read_corpus(corpus_path(file)).size();
+  EXPECT_EQ(total, lines);  // the compiled-in corpus is the committed one
+}
+
+TEST(Corpus, TheQuickSuiteCatchesTheTextbookOnePassVarianceOnTheCorpus) {
+  RunConfig cfg = *suite_config("quick");
+  cfg.generators = {gen::kCorpusGenerator};
+  cfg.variants = {"one_pass"};
+  cfg.ops = {Op::layernorm_forward};
+  cfg.threads = 2;
+  const RunResult r = run_suite(cfg);
+  std::set<DType> caught;
+  for (const Record& rec : r.records)
+    if (rec.failed()) caught.insert(rec.key.storage);
+  EXPECT_EQ(caught.size(), 4u) << "one_pass is caught on the corpus in every dtype";
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -75,6 +76,20 @@ TEST(Diff, BoundRatioThresholdIsAbsoluteWithinTheBoundAndRelativeBeyond) {
   EXPECT_EQ(change(2.383e7, 2.383e7 + 1), normcheck::nightly::Change::unchanged);  // noise on a known-weak kernel
   EXPECT_EQ(change(2.0e7, 3.0e7), normcheck::nightly::Change::regression);
   EXPECT_EQ(change(0.9, 0.5), normcheck::nightly::Change::improvement);
+}
+
+TEST(Diff, ARecordThatStartsViolatingItsOwnBoundIsANewFailureAndExitsOne) {
+  auto base = one_record_report(0.5), now = one_record_report(0.5);
+  now["records"][0]["verdict"] = "own_bound_violated";
+  EXPECT_EQ(normcheck::nightly::diff_reports(base, now, {}, false).changes.at(0).change, normcheck::nightly::Change::new_failure);
+  const fs::path a = scratch() / "own_base.json", b = scratch() / "own_now.json";
+  std::ofstream(a) << base.dump();
+  std::ofstream(b) << now.dump();
+  const fs::path out = scratch() / "own_diff.json";
+  const Outcome o = run_cli("diff " + a.string() + " " + b.string() + " --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_NE(o.out.find("new_failure"), std::string::npos) << o.out;
+  EXPECT_EQ(load(out).at("counts").at("new_failure"), 1);
 }
 
 const std::string kSmallRun = "run --quiet --suite quick --dtypes f32,bf16 ";

@@ -3,7 +3,12 @@
 // harness down and reach the report with their case.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include <nlohmann/json.hpp>
+
+#include "properties/generators.hpp"
 
 #include "properties/cli_harness.hpp"
 
@@ -14,6 +19,9 @@ std::string plugin(const char* behaviour) {
 }
 
 nlohmann::json load_json(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
+
+/// Row generators in a suite (the corpus included).
+size_t gen_count() { return normcheck::gen::row_generator_names().size(); }
 
 }  // namespace
 
@@ -227,4 +235,99 @@ TEST(Exec, TheAxisAuditProbesAnExternalKernel) {
   o = run_cli("audit-axes --shape 1,3,2,3 --kind channel_layer_norm --exec 'true'");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("is missing"), std::string::npos) << o.err;
+}
+
+namespace {
+
+/// Runs the quick suite on a planted plugin (every dtype it supports) and returns the report.
+nlohmann::json planted_quick(const char* behaviour) {
+  const fs::path out = scratch() / (std::string("planted_") + behaviour + ".json");
+  const Outcome o = run_cli("run --suite quick --kernel " + plugin(behaviour) + " --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << behaviour << ": a planted defect must fail the run\n" << o.out << o.err;
+  return load_json(out);
+}
+
+}  // namespace
+
+TEST(PlantedPlugins, NaNEverywhereFailsEveryGeneratorDtypeAndOutput) {
+  const auto j = planted_quick("nan");
+  std::set<std::string> dtypes, generators;
+  for (const auto& r : j.at("records")) {
+    EXPECT_EQ(r.at("verdict"), "fail") << r.at("storage") << " " << r.at("property") << " " << r.at("output");
+    EXPECT_GT(r.at("nonfinite_mismatches").get<int64_t>(), 0);
+    dtypes.insert(r.at("storage").get<std::string>());
+    generators.insert(r.at("property").get<std::string>());
+  }
+  EXPECT_EQ(dtypes.size(), 4u);
+  EXPECT_EQ(generators.size(), gen_count());
+}
+
+TEST(PlantedPlugins, AKernelIgnoringEpsFailsInEveryDtype) {
+  std::map<std::string, int> failing;
+  const auto j = planted_quick("eps_ignored");
+  for (const auto& r : j.at("records"))
+    if (r.at("verdict") == "fail") ++failing[r.at("storage").get<std::string>()];
+  for (const char* dt : {"f16", "bf16", "f32", "f64"}) EXPECT_GT(failing[dt], 0) << dt;
+}
+
+TEST(PlantedPlugins, AccumulatingIntoTheGradientBuffersFails) {
+  // dgamma += ... and dbeta += ... onto buffers that start as NaN: every such record fails, y and dx pass.
+  const auto j = planted_quick("dgamma_accumulate");
+  for (const auto& r : j.at("records")) {
+    const std::string output = r.at("output");
+    if (output == "dgamma" || output == "dbeta") EXPECT_EQ(r.at("verdict"), "fail") << r.dump();
+    else EXPECT_EQ(r.at("verdict"), "pass") << r.at("property") << " " << output;
+  }
+}
+
+TEST(PlantedPlugins, IgnoringTheRowStridesFailsAndWritingIntoPaddingIsNamed) {
+  int failing = 0;
+  bool padding_named = false;
+  const auto j = planted_quick("stride_ignoring");
+  for (const auto& r : j.at("records")) {
+    failing += r.at("verdict") == "fail";
+    padding_named = padding_named || r.at("kernel_failures").at("first").get<std::string>().find("padding") != std::string::npos;
+  }
+  EXPECT_GT(failing, 10);
+  EXPECT_TRUE(padding_named);
+}
+
+TEST(PlantedPlugins, SkippingZeroOutputsLeavesTheNaNSentinelAndFails) {
+  int failing = 0;
+  const auto j = planted_quick("skip_zero");
+  for (const auto& r : j.at("records")) failing += r.at("verdict") == "fail";
+  EXPECT_GT(failing, 0);
+}
+
+TEST(PlantedPlugins, FlushingSubnormalsFailsInEveryDtypeOnSubnormalOutputs) {
+  std::set<std::string> caught;
+  const auto j = planted_quick("flush_subnormal");
+  for (const auto& r : j.at("records"))
+    if (r.at("property") == "accuracy/subnormal_output" && r.at("verdict") == "fail") caught.insert(r.at("storage").get<std::string>());
+  EXPECT_EQ(caught, (std::set<std::string>{"f16", "bf16", "f32", "f64"}));
+}
+
+TEST(PlantedPlugins, DirectedRoundingIsFlaggedByTheBiasStatisticInF32AndF64) {
+  for (const char* behaviour : {"truncate", "round_away"}) {
+    std::set<std::string> flagged;
+    const auto j = planted_quick(behaviour);
+    for (const auto& r : j.at("records"))
+      if (r.at("bias").at("flagged").get<bool>()) {
+        flagged.insert(r.at("storage").get<std::string>());
+        EXPECT_EQ(r.at("verdict"), "fail");
+        EXPECT_EQ(r.at("bias").at("z").get<double>() < 0, std::string(behaviour) == "truncate") << r.at("bias");
+      }
+    EXPECT_EQ(flagged, (std::set<std::string>{"f32", "f64"})) << behaviour;
+  }
+}
+
+TEST(PlantedPlugins, TheGoodPluginPassesWithPaddedRowsAndSentinels) {
+  // The same suite through the good plugin: its bias statistic stays below the threshold everywhere.
+  const fs::path out = scratch() / "good_bias.json";
+  ASSERT_EQ(run_cli("run --suite quick --kernel " + plugin("good") + " --out " + out.string()).exit_code, 0);
+  const auto j = load_json(out);
+  for (const auto& r : j.at("records")) {
+    EXPECT_FALSE(r.at("bias").at("flagged").get<bool>()) << r.dump();
+    EXPECT_EQ(r.at("kernel_failures").at("cases").get<int64_t>(), 0);
+  }
 }

@@ -58,7 +58,7 @@ struct TensorBound {
   std::vector<uint8_t> regime;
   /// Every value the model's arithmetic can produce lies in env_center +- env_radius, whatever the
   /// regime (empty vectors or an infinite radius: no envelope; an empty center is 0).
-  std::vector<double> env_center, env_radius;
+  std::vector<double> env_center{}, env_radius{};
 
   /// The envelope of element k.
   Envelope envelope(size_t k) const {
