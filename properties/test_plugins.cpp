@@ -193,11 +193,13 @@ TEST(OneDnn, TheSse41PathExceedsTheF32DgammaContractOnSubnormalInputs) {
 
 #if NORMCHECK_HAVE_TORCH
 TEST(Torch, LayerNormAndRmsNormThroughAten) {
-  // Few calls: every call loads libtorch in a fresh child process (about a second each).
+  // Few calls: every call loads libtorch in a fresh child process (about a second each, far more on a
+  // loaded 2-core CI machine, hence the generous per-call timeout: hang detection is tested elsewhere).
   const std::string lib = std::string(NORMCHECK_PLUGIN_DIR) + "/libnc_torch.so";
+  const std::string patient = " --kernel-timeout 120";
   const fs::path ok = scratch() / "torch_f64.json";
   Outcome o = run_cli("run --kernel " + lib + " --report-only --ops layernorm_forward,rmsnorm_forward --dtypes f64 "
-                      "--generators normal --cases 1 --out " + ok.string());
+                      "--generators normal --cases 1 --out " + ok.string() + patient);
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   auto j = load_json(ok);
   ASSERT_EQ(j.at("records").size(), 2u);
@@ -209,7 +211,7 @@ TEST(Torch, LayerNormAndRmsNormThroughAten) {
   // come back off by ~u |x| / sqrt(eps) (x rstd + (-rstd mean) cancels); f16 is unsupported.
   const fs::path n1 = scratch() / "torch_n1.json";
   o = run_cli("run --kernel " + lib + " --report-only --ops layernorm_forward --dtypes f32,f16 --generators n_equals_1 --cases 2 --out " +
-              n1.string());
+              n1.string() + patient);
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   j = load_json(n1);
   int64_t f32_failed = 0, f16_cases = 0;

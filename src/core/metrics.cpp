@@ -113,6 +113,7 @@ void ErrorAccumulator::add(const ElementError& e, int64_t index) {
   if (e.violation) ++violations_;
   if (e.bound_violated()) ++rigor_violations_;
   if (!e.bound_void && e.bound_ratio > max_rigor_ratio_) max_rigor_ratio_ = e.bound_ratio;
+  if (e.bound_void && e.kernel_finite && e.bound_ratio > max_envelope_ratio_) max_envelope_ratio_ = e.bound_ratio;
   for (int bit = 0; bit < 4; ++bit)
     if (e.regime & (1u << bit)) ++regime_counts_[bit];
   if ((e.regime & 2u) && e.kernel_finite) ++overflow_survived_;
@@ -144,6 +145,7 @@ void ErrorAccumulator::merge(const ErrorAccumulator& o) {
   violations_ += o.violations_;
   rigor_violations_ += o.rigor_violations_;
   max_rigor_ratio_ = std::max(max_rigor_ratio_, o.max_rigor_ratio_);
+  max_envelope_ratio_ = std::max(max_envelope_ratio_, o.max_envelope_ratio_);
   void_bounds_ += o.void_bounds_;
   uncertified_ += o.uncertified_;
   exact_overflow_ += o.exact_overflow_;

@@ -103,6 +103,8 @@ class ErrorAccumulator {
   double max_bound_ratio() const { return max_ratio_; }
   /// Largest ratio over elements judged by a finite a priori bound (not the envelope): the rigor view.
   double max_rigor_ratio() const { return max_rigor_ratio_; }
+  /// Largest |value - center| / radius over finite elements judged by the envelope only.
+  double max_envelope_ratio() const { return max_envelope_ratio_; }
   int64_t worst_index() const { return worst_index_; }  ///< element with the largest bound ratio
   /// Normwise relative error ||y_hat - y||_2 / ||y||_2 over added elements.
   double normwise() const;
@@ -111,7 +113,7 @@ class ErrorAccumulator {
   int64_t count_ = 0, nonfinite_ = 0, violations_ = 0, void_bounds_ = 0, uncertified_ = 0, undecided_ = 0,
           exact_overflow_ = 0, envelope_void_ = 0, rounding_undecided_ = 0, rigor_violations_ = 0, overflow_survived_ = 0, regime_counts_[4] = {0, 0, 0, 0}, worst_index_ = -1, max_ulp_distance_ = 0;
   double max_ulp_ = 0, sum_sq_ulp_ = 0, max_abs_ = 0, max_rel_ = 0, max_mollified_ = 0;
-  double max_ratio_ = -1, max_rigor_ratio_ = 0, diff_sq_ = 0, ref_sq_ = 0;
+  double max_ratio_ = -1, max_rigor_ratio_ = 0, max_envelope_ratio_ = 0, diff_sq_ = 0, ref_sq_ = 0;
   uint8_t worst_regime_ = 0;
   std::array<int64_t, kUlpBuckets> ulp_hist_{};
 };
