@@ -292,3 +292,53 @@ TEST(Bias, PlantedDirectedKernelsAreFlaggedTheSoundKernelsAreNot) {
   for (const char* v : {"ln_truncate", "ln_round_away", "rms_truncate", "rms_round_away"})
     for (DType dt : {DType::f32, DType::f64}) EXPECT_TRUE(flagged.count({v, dt})) << v << " " << dtype_info(dt).name;
 }
+
+namespace {
+
+/// The correctly rounded outputs of the oracle, as a kernel would return them.
+KernelOutputs correctly_rounded_outputs(const oracle::CertifiedLayerNorm& ref) {
+  const auto rounded = [](const std::vector<CertifiedValue>& v) {
+    std::vector<double> out;
+    for (const CertifiedValue& e : v) out.push_back(e.rounded);
+    return out;
+  };
+  KernelOutputs o;
+  o.y = rounded(ref.y);
+  o.dx = rounded(ref.dx);
+  o.dgamma = rounded(ref.dgamma);
+  o.dbeta = rounded(ref.dbeta);
+  return o;
+}
+
+}  // namespace
+
+TEST(Envelope, TheCorrectlyRoundedOutputsPassEveryBoundAndEnvelopeOnEveryGenerator) {
+  // The best output any kernel can return must never be rejected: neither by a priori bound nor by an
+  // envelope. The envelope is derived from the accumulator's arithmetic; where that arithmetic
+  // overflows (v + eps beyond the dtype's max: the kernel's rstd becomes 0) it must still hold the
+  // exact value that a wider-precision kernel returns (caught as a false alarm by the planted
+  // truncating plugin on the corpus's f64 row {-2^511, 2^511} with eps = 1.8e308).
+  int64_t judged = 0, enveloped = 0;
+  for (const DType dt : {DType::f16, DType::bf16, DType::f32, DType::f64})
+    for (const std::string& g : gen::row_generator_names()) {
+      const int64_t count = g == gen::kCorpusGenerator ? gen::generator_case_count(g, dt, 0) : 2;
+      for (int64_t i = 0; i < count; ++i) {
+        const LayerNormCase c = gen::make_layernorm_case(g, dt, static_cast<uint64_t>(i) + 40, {0, 0, 2048});
+        for (const Op op : {Op::layernorm_backward, Op::rmsnorm_backward}) {
+          const auto ref = certified_reference(op, c, true);
+          const KernelEntry& k = kernel(op == Op::rmsnorm_backward ? "rms" : "two_pass", dt, op);
+          const Op forward = op == Op::rmsnorm_backward ? Op::rmsnorm_forward : Op::layernorm_forward;
+          const KernelOutputs best = correctly_rounded_outputs(ref);
+          for (const KernelEntry* entry : {&kernel(k.variant, dt, forward), &k})
+            for (const OutputJudgement& j : judge_outputs(*entry, c, ref, best)) {
+              judged += j.acc.count();
+              enveloped += j.acc.void_bounds();
+              EXPECT_EQ(j.acc.bound_violations(), 0) << dtype_info(dt).name << " " << g << " case " << i << " " << op_name(entry->op)
+                                                    << "/" << j.output << ": worst element " << j.worst.index << " ratio "
+                                                    << j.acc.max_bound_ratio();
+            }
+        }
+      }
+    }
+  EXPECT_GT(enveloped, 1000) << "too few elements judged by an envelope to test it (of " << judged << ")";
+}

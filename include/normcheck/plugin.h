@@ -12,7 +12,14 @@
  *   NC_F32   float
  *   NC_F64   double
  * gamma, beta, dgamma, dbeta have n elements. The plugin computes in whatever precision it likes
- * and writes its outputs in the storage dtype. */
+ * and writes its outputs in the storage dtype.
+ *
+ * What a plugin must expect (docs/plugins.md, "What a call looks like"): in about three calls of four
+ * the row strides exceed n (each matrix padded independently by 1 to 17 elements); every output
+ * element, every element of row padding and 8 guard elements after each tensor hold quiet-NaN
+ * sentinels before the call. A kernel that ignores the strides, skips an output element, accumulates
+ * into dgamma/dbeta instead of writing them, or writes into an input, into padding or past the end
+ * is caught: NaN reaches its outputs, or the post-call check names the element it wrote. */
 #ifndef NORMCHECK_PLUGIN_H
 #define NORMCHECK_PLUGIN_H
 
@@ -44,7 +51,7 @@ typedef struct nc_norm_args {
   nc_op op;
   nc_dtype dtype;
   int64_t rows, n;
-  int64_t x_row_stride, y_row_stride, dy_row_stride, dx_row_stride; /* elements between rows, >= n */
+  int64_t x_row_stride, y_row_stride, dy_row_stride, dx_row_stride; /* elements between rows, >= n; often > n */
   double eps;                                                       /* > 0 */
   const void* x;
   const void* gamma;

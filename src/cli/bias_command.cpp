@@ -14,7 +14,7 @@ int bias_command(const BiasOptions& o) {
     cfg.dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
     for (DType d : cfg.dtypes)
       if (d != DType::f32 && d != DType::f64)
-        throw std::invalid_argument("the bias statistic judges f32 and f64 outputs only (docs/bounds.md section 16.3)");
+        throw std::invalid_argument("the bias statistic judges f32 and f64 outputs only (docs/bounds.md section 16.2)");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return kExitBadInput;

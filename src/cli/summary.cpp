@@ -12,7 +12,7 @@ namespace normcheck::cli {
 namespace {
 
 struct Row {
-  int64_t cases = 0, failed = 0, void_bounds = 0;
+  int64_t cases = 0, failed = 0, void_bounds = 0, bias_flagged = 0, unjudged = 0;
   double max_ulp = 0, max_ratio = 0, own_ratio = 0;
   int64_t own_failed = 0;
   bool weak = false, must_pass = true, external = false;
@@ -20,8 +20,9 @@ struct Row {
 
 std::string verdict_of(const Row& r) {
   if (r.own_failed > 0 && !r.external) return "OWN BOUND VIOLATED";
-  if (r.failed == 0) return "pass";
-  return r.weak ? "FLAGGED (expected)" : (r.must_pass ? "FAIL" : "fail (report-only)");
+  if (r.failed == 0 && r.bias_flagged == 0) return "pass";
+  const std::string why = r.failed == 0 ? " (bias)" : "";  // every case within its bound, outputs directed
+  return r.weak ? "FLAGGED (expected)" : (r.must_pass ? "FAIL" + why : "fail (report-only)" + why);
 }
 
 }  // namespace
@@ -35,6 +36,8 @@ void print_summary(const RunResult& r) {
     row.cases += rec.cases;
     row.failed += rec.failed_cases;
     row.void_bounds += rec.acc.void_bounds();
+    row.unjudged += rec.acc.unjudged();
+    row.bias_flagged += rec.bias.flagged() ? 1 : 0;
     row.max_ulp = std::max(row.max_ulp, rec.acc.max_ulp());
     row.max_ratio = std::max(row.max_ratio, rec.acc.max_bound_ratio());
     row.own_ratio = std::max(row.own_ratio, rec.own.max_rigor_ratio());
@@ -59,7 +62,14 @@ void print_summary(const RunResult& r) {
   std::printf(
       "max ulp: fractional ULP error vs the certified oracle. err/bound: worst |error| / verdict bound (a failure\n"
       "needs |error| - oracle radius > bound); err/own: against the kernel's own bound (weak kernels: their weaker\n"
-      "bound, must hold). no-bound: elements whose verdict bound is void (overflow or unresolved statistics).\n");
+      "bound, must hold). no-bound: elements whose a priori bound is void (overflow or unresolved statistics),\n"
+      "judged by the structural envelope only. (bias): outputs rounded toward or away from zero, flagged by the\n"
+      "bias statistic although every element is within its bound (docs/bounds.md section 16).\n");
+  int64_t unjudged = 0;
+  for (const auto& [k, row] : rows) unjudged += row.unjudged;
+  if (unjudged > 0)
+    std::printf("elements with no verdict (exact value overflows the dtype, or oracle uncertified): %lld\n",
+                static_cast<long long>(unjudged));
   for (const FlagCheck& f : r.flag_checks)
     std::printf("weak-kernel check: %-24s %-5s on %-14s %s\n", std::string(f.expectation.variant).c_str(),
                 f.storage.c_str(), std::string(f.expectation.generator).c_str(),

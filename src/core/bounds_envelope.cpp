@@ -18,9 +18,14 @@ double count_lower(int64_t n, const Units& u) {
 
 /// r_hat = fl(1 / fl(sqrt(fl(v_hat + eps_hat)))) <= (1+u)(1-u)^(-3/2) / sqrt(v_hat + eps_hat)
 /// for v_hat >= max(a D^2 - b, 0), D a lower bound of the largest |d_hat_j| (section 15.1).
+/// Evaluated without forming D^2 or v + eps, either of which may overflow: a kernel whose v_hat + eps_hat
+/// overflows has r_hat = 0, but one computing in a wider type (or the exact map) has r > 0, and the
+/// envelope must hold it too.
 double reciprocal_upper(double a, double b, double d_low, double eps_hat, const Units& u) {
-  const double floor = std::max(a * d_low * d_low - b, 0.0) + eps_hat;
-  return (1 + u.ua) / std::pow(1 - u.ua, 1.5) / std::sqrt(floor) * kEvaluationSlack;
+  const double s = std::sqrt(a) * d_low;  // sqrt(a D^2)
+  const double t = s > 0 ? (b / s) / s : 1.0;  // b / (a D^2)
+  const double root_v = t < 1 ? s * std::sqrt(1 - t) : 0.0;  // sqrt(max(a D^2 - b, 0))
+  return reciprocal_root_of_sum(root_v, std::sqrt(eps_hat), u);
 }
 
 }  // namespace

@@ -110,11 +110,10 @@ void inference_bound(const GroupedNormCase& c, const oracle::GroupedNormLayout& 
   for (int64_t ch = 0; ch < l.channels; ++ch) {
     const double v = c.running_var[ch];
     const double delta = rstd_relative_error(v, v, 0.0, c.eps, a.u);
-    const double upper = 1 / std::sqrt(v + c.eps) * (1 + 0x1p-50);
+    const double upper = 1 / std::hypot(std::sqrt(v), std::sqrt(c.eps)) * (1 + 0x1p-50);  // no overflow of v + eps
     const bool over = variance_plus_eps_overflows(v, 0.0, eps_hat, a.u);
     // r_hat <= (1 + u)(1 - u)^(-3/2) / sqrt(v + eps_hat) (section 15.1 with v_hat = v exact).
-    const double hat = eps_hat > 0 || v > 0 ? (1 + a.u.ua) / std::pow(1 - a.u.ua, 1.5) / std::sqrt(v + eps_hat) * kEvaluationSlack
-                                            : kInf;
+    const double hat = eps_hat > 0 || v > 0 ? reciprocal_root_of_sum(std::sqrt(v), std::sqrt(eps_hat), a.u) : kInf;
     r[ch] = {upper, upper * delta, !(delta < kInf) || over, hat};
   }
   for (size_t e = 0; e < c.x.size(); ++e) {

@@ -27,6 +27,14 @@ struct Units {
   SumOrder order;
 };
 
+/// (1+u)(1-u)^(-3/2) / sqrt(p + q) for p = root_p^2, q = root_q^2 >= 0: the computed reciprocal
+/// square root of a rounded sum of p and q, bounded above (section 15.1). hypot forms p + q without
+/// overflow: where fl(p + q) overflows the kernel's r_hat is 0, the exact value and a wider kernel's
+/// are not.
+inline double reciprocal_root_of_sum(double root_p, double root_q, const Units& u) {
+  return (1 + u.ua) / std::pow(1 - u.ua, 1.5) / std::hypot(root_p, root_q) * kEvaluationSlack;
+}
+
 Units units_of(const BoundModel& m);
 
 /// (1 + u)^ops: growth of a magnitude through `ops` roundings, finite where gamma_k is void

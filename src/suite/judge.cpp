@@ -113,7 +113,7 @@ std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNorm
   const std::vector<TensorBound> verdict = bounds_for(k.op, c, ref, verdict_model);
   // The bias statistic where the output dtype is the contract's accumulator (f32, f64): there the
   // last rounding is one of many and the errors spread over ULPs. In f16/bf16 the store rounding of a
-  // nearly exact value dominates and repeats the inputs' grid (section 16.3).
+  // nearly exact value dominates and repeats the inputs' grid (section 16.2).
   const bool with_bias = verdict_model.accum == verdict_model.storage;
   std::vector<TensorBound> own;
   if (t.judged_by_contract) own = bounds_for(k.op, c, ref, own_bound_model(t, k));
