@@ -57,8 +57,8 @@ int scale_of(mpfr_srcptr left, mpfr_srcptr right, mpfr_srcptr mid) {
   if (!mpfr_zero_p(mid))
     e = mpfr_get_exp(mid);
   else if (!mpfr_zero_p(left) || !mpfr_zero_p(right))
-    e = std::max(mpfr_zero_p(left) ? mpfr_exp_t{-1} << 40 : mpfr_get_exp(left),
-                 mpfr_zero_p(right) ? mpfr_exp_t{-1} << 40 : mpfr_get_exp(right));
+    e = std::max(mpfr_zero_p(left) ? -(mpfr_exp_t{1} << 40) : mpfr_get_exp(left),
+                 mpfr_zero_p(right) ? -(mpfr_exp_t{1} << 40) : mpfr_get_exp(right));
   return e < kTinyExponent || e >= kHugeExponent ? static_cast<int>(e) : 0;
 }
 

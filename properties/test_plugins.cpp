@@ -3,11 +3,13 @@
 // harness down and reach the report with their case.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "external/call_layout.hpp"
 #include "properties/generators.hpp"
 
 #include "properties/cli_harness.hpp"
@@ -332,4 +334,27 @@ TEST(PlantedPlugins, TheGoodPluginPassesWithPaddedRowsAndSentinels) {
     EXPECT_FALSE(r.at("bias").at("flagged").get<bool>()) << r.dump();
     EXPECT_EQ(r.at("kernel_failures").at("cases").get<int64_t>(), 0);
   }
+}
+
+TEST(CallLayout, EveryByteOutsideTheOutputElementsIsCheckedAfterTheCall) {
+  using namespace normcheck;
+  using namespace normcheck::external;
+  const LayerNormCase c = gen::make_layernorm_case("normal", DType::f32, 3, {3, 5, 0});
+  const CallLayout l = call_layout(c, Op::layernorm_forward, {7, 5, 9, 5});  // x and y padded
+  const std::vector<uint8_t> before = call_block(c, Op::layernorm_forward, l);
+  const auto touched = [&](size_t at) {
+    std::vector<uint8_t> after = before;
+    after[at] ^= 0x01;
+    return check_untouched(before, after, l);
+  };
+  const size_t item = 4;
+  EXPECT_EQ(touched(l.y.offset + (9 + 2) * item), "");  // y row 1, column 2: the kernel's to write
+  EXPECT_NE(touched(l.y.offset + (9 + 6) * item).find("row padding of y (row 1, element 6"), std::string::npos);
+  EXPECT_NE(touched(l.x.offset + (7 * 2 + 4) * item).find("input x (row 2, column 4)"), std::string::npos);
+  EXPECT_NE(touched(l.gamma.offset + 5 * item).find("past the end of gamma"), std::string::npos);
+  EXPECT_NE(touched(l.y.offset + (3 * 9 + 7) * item).find("past the end of y (guard element 7)"), std::string::npos);
+  EXPECT_NE(touched(l.total - 1).find("past the end of the call's last tensor"), std::string::npos);
+  // Outputs start as the NaN sentinel, padding too; inputs hold the case's values.
+  EXPECT_TRUE(std::isnan(read_slot(before, l.y, DType::f32)[4]));
+  EXPECT_EQ(read_slot(before, l.x, DType::f32), c.x);
 }

@@ -342,3 +342,39 @@ TEST(Envelope, TheCorrectlyRoundedOutputsPassEveryBoundAndEnvelopeOnEveryGenerat
     }
   EXPECT_GT(enveloped, 1000) << "too few elements judged by an envelope to test it (of " << judged << ")";
 }
+
+TEST(Envelope, ARowSpanningMoreThanTheLargestDoubleKeepsTheExactValueInside) {
+  // {-0.9 max, 0, 0.9 max}: hi - lo overflows the double in which the envelope is evaluated; an
+  // infinite D once gave r = 0 and a radius of 0, rejecting the exact dx. (Not in the corpus: the
+  // built-in two-pass and Welford kernels, like the frameworks', overflow to NaN on such rows when
+  // x - mean overflows, and the harness rightly fails them; docs/bounds.md section 15.1.)
+  for (const DType dt : {DType::f32, DType::f64}) {
+    LayerNormCase c = gen::make_layernorm_case("normal", dt, 1, {1, 3, 0});
+    const double m = 0.9 * dtype_info(dt).max_finite;
+    c.x = {-m, 0.0, m};
+    c.eps = 1e-5;
+    c.dy = {1.0, 0.0, 0.0};
+    const auto ref = certified_reference(Op::layernorm_backward, c, true);
+    const KernelOutputs best = correctly_rounded_outputs(ref);
+    for (const Op op : {Op::layernorm_forward, Op::layernorm_backward})
+      for (const OutputJudgement& j : judge_outputs(kernel("two_pass", dt, op), c, ref, best))
+        EXPECT_EQ(j.acc.bound_violations(), 0) << dtype_info(dt).name << " " << j.output << " ratio " << j.acc.max_bound_ratio();
+  }
+}
+
+TEST(Bias, ElementsLeftOutOfTheStatisticDoNotMergeTheirRows) {
+  // Each row holds one exact zero (RMSNorm y = 0: no direction, left out of the statistic). Left-out
+  // elements must not join their rows into one cluster, or a truncating kernel goes unflagged.
+  LayerNormCase c = gen::make_layernorm_case("normal", DType::f32, 5, {200, 16, 0});
+  for (int64_t i = 0; i < c.rows; ++i) c.x[static_cast<size_t>(i * c.n)] = 0.0;
+  const auto ref = certified_reference(Op::rmsnorm_forward, c, false);
+  int found = 0;
+  for (const KernelEntry& k : planted_directed_kernels())
+    if (k.variant == "rms_truncate" && k.storage == DType::f32 && k.op == Op::rmsnorm_forward) {
+      ++found;
+      const OutputJudgement j = judge_case(k, c, ref).front();
+      EXPECT_GT(j.bias.groups(), 100) << "rows merged";
+      EXPECT_TRUE(j.bias.flagged()) << "z " << j.bias.z();
+    }
+  EXPECT_EQ(found, 1);
+}

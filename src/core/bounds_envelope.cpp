@@ -56,7 +56,10 @@ RowEnvelope row_envelope(const LayerNormCase& c, int64_t row, const BoundModel& 
   // v_hat >= a d_hat_j^2 - b for every j: one rounded square, the monotone sum of nonnegative
   // terms (any order), the rounded division by the rounded count.
   const double a = (1 - u.ua) * (1 - u.ua) / count_upper(c.n, u), b = 2 * u.eta_a;
-  const double width = (hi - lo) * (1 + 0x1p-52);  // x in [lo, hi]: every d = x - m with m in [lo, hi] is <= width
+  // x in [lo, hi]: every d = x - m with m in [lo, hi] is <= width. Halves first: hi - lo may exceed
+  // the largest double (a row spanning -1e308 .. 1e308), and an infinite D would give r = 0.
+  const double half_width = (0.5 * hi - 0.5 * lo) * (1 + 0x1p-52);
+  const double width = 2 * half_width;
   env.valid = true;
   if (m.stats == StatsModel::welford) {
     // The running means stay in [lo, hi]; the M2 terms are >= 0: only v_hat >= 0 is known.
@@ -66,7 +69,7 @@ RowEnvelope row_envelope(const LayerNormCase& c, int64_t row, const BoundModel& 
   }
   // Two-pass and RMS: the largest |d_hat| is at least width / 2 (any centre) or max |x| (RMS).
   const double d_low = m.stats == StatsModel::rms ? std::max(std::fabs(lo), std::fabs(hi))
-                                                  : std::max(0.0, 0.5 * (hi - lo) * (1 - 0x1p-52) * (1 - u.ua) - u.eta_a);
+                                                  : std::max(0.0, (0.5 * hi - 0.5 * lo) * (1 - 0x1p-52) * (1 - u.ua) - u.eta_a);
   env.r = reciprocal_upper(a, b, d_low, eps_hat, u);
   env.z.assign(static_cast<size_t>(c.n), normalized_hat(c.n, eps_hat, u));
   return env;

@@ -92,11 +92,12 @@ int64_t ordered_key(uint64_t bits, const FloatFormat& f) {
 }
 
 int64_t value_steps(uint64_t a, uint64_t b, const FloatFormat& f) {
-  const auto key = [&](uint64_t bits) {
-    const auto magnitude = static_cast<int64_t>(bits & (sign_mask(f) - 1));
-    return (bits & sign_mask(f)) ? -magnitude : magnitude;  // -0 and +0 share the key 0
-  };
-  return std::llabs(key(a) - key(b));
+  // Unsigned magnitudes: for f64 the two sides of zero together can exceed INT64_MAX steps.
+  const uint64_t ma = a & (sign_mask(f) - 1), mb = b & (sign_mask(f) - 1);
+  const bool na = (a & sign_mask(f)) && ma != 0, nb = (b & sign_mask(f)) && mb != 0;  // -0 counts as +0
+  const uint64_t steps = na == nb ? (ma > mb ? ma - mb : mb - ma) : ma + mb;  // each < 2^63: no wrap
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  return steps > static_cast<uint64_t>(kMax) ? kMax : static_cast<int64_t>(steps);
 }
 
 uint64_t bits_from_ordered_key(int64_t key, const FloatFormat& f) {

@@ -16,9 +16,9 @@ void set_infinite_errors(ElementError& e) {
   e.ulp_distance = std::numeric_limits<int64_t>::max();
 }
 
-/// A non-finite kernel value: a correct overflow (or an accepted candidate) passes; anything else
-/// is a violation, except where the exact value overflows the dtype and the kernel's NaN or
-/// opposite infinity has nothing finite to be compared with (no verdict).
+/// A non-finite kernel value: a correct overflow (the infinity the exact value rounds to, or the
+/// other candidate of an undecided rounding) passes; anything else (NaN, the opposite infinity, an
+/// infinity where the exact value is finite) is a violation (docs/bounds.md section 5.4).
 void judge_nonfinite(double got, const CertifiedValue& ref, ElementError& e) {
   if (std::isinf(got) && (got == ref.rounded || got == ref.rounded_alt)) return;
   e.nonfinite_mismatch = true;
@@ -46,19 +46,25 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
   ElementError e;
   e.kernel_finite = std::isfinite(got);
   e.bound_void = !(bound < kInf);
-  e.rounding_undecided = !ref.rounding_decided;
   if (ref.unbounded()) {  // MPFR itself overflowed: nothing to compare with
     e.uncertified = true;
     return e;
   }
+  e.rounding_undecided = !ref.rounding_decided;
   if (!e.kernel_finite) {
     judge_nonfinite(got, ref, e);
     if (mode == Judging::rigor && e.bound_void) e.violation = false;  // the own bound predicted it may happen
     return e;
   }
   if (std::isinf(ref.rounded) && std::isinf(ref.rounded_alt)) {  // the exact value overflows the dtype
-    e.exact_overflow = true;
-    return e;
+    // The a priori bounds assume no overflow; a finite value is judged by the envelope, which holds
+    // the exact value and max_finite alike, and gets no verdict only where there is none.
+    if (mode == Judging::rigor || !(env.radius < kInf)) {
+      e.exact_overflow = true;
+      return e;
+    }
+    e.bound_void = true;
+    bound = kInf;
   }
   if (!(ref.rad_in(ulp_at(ref.approx(), fmt)) <= kRequiredUlpFraction)) {
     e.uncertified = true;

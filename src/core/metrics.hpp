@@ -32,7 +32,7 @@ struct ElementError {
   double ref_abs = 0;        ///< |y|, for the normwise error
   bool bound_void = false;   ///< the a priori bound is void (+inf): judged by the envelope only
   bool uncertified = false;  ///< no verdict: the reference is not accurate enough to judge
-  bool exact_overflow = false;  ///< no verdict: the exact value overflows the dtype, the kernel is finite
+  bool exact_overflow = false;  ///< no verdict: the exact value overflows the dtype, the kernel is finite, no envelope
   bool envelope_void = false;   ///< no verdict: both the bound and the envelope are void
   bool violation = false;    ///< certified: outside the bound (or envelope) for every y in the enclosure
   bool undecided = false;    ///< the enclosure straddles the bound (within the oracle radius)

@@ -1,5 +1,6 @@
 #include "external/call_layout.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -85,7 +86,8 @@ CallLayout call_layout(const LayerNormCase& c, Op op, const CallStrides& s) {
   l.dx = place(at, c.rows, c.n, s.dx, backward, item);
   l.dgamma = place(at, 1, c.n, c.n, backward, item);
   l.dbeta = place(at, 1, c.n, c.n, backward && !rms, item);
-  l.total = at;
+  l.tail = at;
+  l.total = at + kTailBytes;
   return l;
 }
 
@@ -98,6 +100,7 @@ std::vector<uint8_t> call_block(const LayerNormCase& c, Op op, const CallLayout&
   write_slot(block, l.beta, c.dtype, &c.beta, in, in);
   write_slot(block, l.dy, c.dtype, &c.dy, in, in);
   for (const TensorSlot* s : {&l.y, &l.dx, &l.dgamma, &l.dbeta}) write_slot(block, *s, c.dtype, nullptr, out, out);
+  std::fill(block.begin() + static_cast<std::ptrdiff_t>(l.tail), block.end(), kTailByte);
   return block;
 }
 
@@ -123,6 +126,9 @@ std::string check_untouched(const std::vector<uint8_t>& before, const std::vecto
       return fmt::format("the kernel wrote into the row padding of {} (row {}, element {} of stride {})", t.name, row, col, s.stride);
     }
   }
+  for (size_t at = l.tail; at < l.total; ++at)
+    if (before[at] != after[at])
+      return fmt::format("the kernel wrote past the end of the call's last tensor (byte {} after its guard)", at - l.tail);
   return "";
 }
 

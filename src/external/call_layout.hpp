@@ -14,6 +14,9 @@
 namespace normcheck::external {
 
 inline constexpr int64_t kGuardElements = 8;
+/// After the last tensor: a region of kTailByte the kernel must not write (far overruns).
+inline constexpr size_t kTailBytes = 4096;
+inline constexpr uint8_t kTailByte = 0xa5;
 
 /// Bit patterns of the sentinels (quiet NaNs with distinct payloads), by dtype.
 uint64_t input_sentinel_bits(DType d);   ///< input row padding and guards: reading them gives NaN
@@ -37,6 +40,7 @@ CallStrides call_strides(const LayerNormCase& c, Op op);
 struct CallLayout {
   DType dtype = DType::f32;
   TensorSlot x, gamma, beta, dy, y, dx, dgamma, dbeta;
+  size_t tail = 0;   ///< offset of the tail region (kTailBytes of kTailByte)
   size_t total = 0;
 };
 CallLayout call_layout(const LayerNormCase& c, Op op, const CallStrides& s);

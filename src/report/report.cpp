@@ -166,7 +166,7 @@ nlohmann::json bias_json(const BiasAccumulator& b) {
 
 std::string verdict_name(int64_t cases, const ErrorAccumulator& a, bool failed, bool known_weak) {
   if (cases == 0) return "not_run";
-  if (a.count() == 0 && a.uncertified() > 0) return "uncertified";
+  if (a.count() == 0 && a.unjudged() > 0) return "uncertified";  // no element got a verdict
   if (!failed) return "pass";
   return known_weak ? "flagged" : "fail";
 }

@@ -45,7 +45,7 @@ std::vector<uint64_t> row_clusters(const LayerNormCase& c, const BiasInputs& in)
     for (int64_t j = 0; j < c.n; ++j) {
       const size_t e = static_cast<size_t>(i * c.n + j);
       cl.link(e, 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(i));
-      cl.link(e, in.cluster[e]);
+      if (in.cluster[e] != 0) cl.link(e, in.cluster[e]);  // 0: an element the statistic leaves out
     }
   return cl.ids();
 }
@@ -53,7 +53,8 @@ std::vector<uint64_t> row_clusters(const LayerNormCase& c, const BiasInputs& in)
 /// Cluster ids of dbeta: its columns are independent sums of dy; identical outputs are merged.
 std::vector<uint64_t> column_clusters(const BiasInputs& in) {
   Clusters cl(in.cluster.size());
-  for (size_t j = 0; j < in.cluster.size(); ++j) cl.link(j, in.cluster[j]);
+  for (size_t j = 0; j < in.cluster.size(); ++j)
+    if (in.cluster[j] != 0) cl.link(j, in.cluster[j]);  // 0: an element the statistic leaves out
   return cl.ids();
 }
 

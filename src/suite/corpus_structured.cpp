@@ -112,7 +112,7 @@ void tracker_inputs(Builder& b) {
 std::vector<CorpusEntry> structured_corpus() {
   std::vector<CorpusEntry> all;
   for (DType dt : dtype_ids()) {
-    Builder b{dt};
+    Builder b{dt, 1, {}};
     tie_rows(b);
     power_of_two_neighbours(b);
     eps_at_variance(b);

@@ -38,7 +38,7 @@ struct OutputJudgement {
 /// not judge the element).
 struct BiasInputs {
   std::vector<double> rho, s;
-  std::vector<uint64_t> cluster;  ///< elements with the same kernel value and the same correct rounding
+  std::vector<uint64_t> cluster;  ///< elements with the same kernel value and the same correct rounding (0: left out)
 };
 
 /// Measures one tensor against the verdict bound (times max_ratio) and, when given, the kernel's
