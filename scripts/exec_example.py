@@ -2,9 +2,11 @@
 """An exec-protocol kernel for normcheck (docs/plugins.md), in NumPy: LayerNorm and RMSNorm,
 forward and backward, computed in float64 and rounded once to the case dtype.
 
-normcheck runs it as   normcheck run --exec "/usr/bin/python3 scripts/exec_example.py {dir}"
-and it reads {dir}/manifest.json, the input .npy files, and writes the output .npy files.
-bf16 travels as uint16 bit patterns. Exit status 77 tells normcheck "unsupported" (skipped).
+normcheck runs it as   normcheck run --exec "/usr/bin/python3 /path/to/scripts/exec_example.py {dir}"
+(the command runs inside the case directory {dir}: name the script by an absolute path) and it reads
+{dir}/manifest.json, the input .npy files, and writes the output .npy files. bf16 travels as uint16
+bit patterns. Exit status 77 tells normcheck "unsupported" (skipped). scripts/serve_numpy.py serves
+the same kernel as one long-running process (serve mode).
 
 --one-pass plants a regression (the nightly test, docs/nightly.md): the LayerNorm variance as
 E[x^2] - E[x]^2 in float32, the textbook formula that cancels catastrophically for large means.
@@ -14,6 +16,10 @@ import os
 import sys
 
 import numpy as np
+
+
+class Unsupported(Exception):
+    """This op or dtype is not implemented: normcheck skips the call."""
 
 
 def load(path, dtype):
@@ -34,7 +40,7 @@ def store(path, values, dtype):
         flat = [round_to_bf16_bits(float(v)) for v in np.asarray(values, dtype=np.float64).reshape(-1)]
         np.save(path, np.array(flat, dtype=np.uint16).reshape(np.shape(values)))
     else:
-        raise SystemExit(77)
+        raise Unsupported(dtype)
 
 
 def round_to_bf16_bits(v):
@@ -61,13 +67,11 @@ def round_to_bf16_bits(v):
     return sign | int(bits >> 16)
 
 
-def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    one_pass = "--one-pass" in sys.argv[1:]
-    case_dir = args[0] if args else os.environ["NORMCHECK_CASE_DIR"]
-    with open(os.path.join(case_dir, "manifest.json")) as f:
-        m = json.load(f)
+def compute(case_dir, m, one_pass=False):
+    """Reads the inputs the manifest m names in case_dir and writes its outputs there."""
     dtype, op, eps = m["dtype"], m["op"], float(m["eps"])
+    if not op.startswith(("layernorm_", "rmsnorm_")):
+        raise Unsupported(op)
     path = lambda name: os.path.join(case_dir, m["inputs"][name])
     x, g = load(path("x"), dtype), load(path("gamma"), dtype)
     rms = op.startswith("rmsnorm")
@@ -94,6 +98,17 @@ def main():
     store(out(case_dir, m["outputs"]["dgamma"]), (dy * z).sum(axis=0), dtype)
     if not rms:
         store(out(case_dir, m["outputs"]["dbeta"]), dy.sum(axis=0), dtype)
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    case_dir = args[0] if args else os.environ["NORMCHECK_CASE_DIR"]
+    with open(os.path.join(case_dir, "manifest.json")) as f:
+        m = json.load(f)
+    try:
+        compute(case_dir, m, "--one-pass" in sys.argv[1:])
+    except Unsupported:
+        raise SystemExit(77)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ struct RunOptions {
   std::vector<std::string> plugins;  ///< --kernel: plugin libraries to judge
   double kernel_timeout = 10;        ///< seconds per plugin or exec call
   std::string exec, exec_name = "exec";  ///< --exec: a command implementing the exec protocol
+  std::string serve;                 ///< --serve: a long-running command speaking the serve protocol
+  double serve_startup_timeout = 120;  ///< seconds until a serve command's ready line
   bool report_only = false;          ///< external kernels are measured, not judged (third-party libraries)
   int threads = 1;
   std::string out = "reports/latest.json";
@@ -119,6 +121,14 @@ struct BudgetOptions {
   uint64_t seed = 20261130;
 };
 int norm_budget_command(const BudgetOptions& o, const std::string& command_line);
+
+/// normcheck bench-external: calls per second of each external-call path, baseline and persistent side by side.
+struct BenchOptions {
+  std::string plugin, exec, serve, op = "layernorm_forward", dtype = "f32";
+  int64_t rows = 1, n = 64, calls = 2000, baseline_calls = 100;
+  double timeout = 10;
+};
+int bench_external_command(const BenchOptions& o);
 
 int run_command(const RunOptions& o, const std::string& command_line);
 int render_command(const RenderOptions& o);

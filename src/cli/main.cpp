@@ -1,10 +1,13 @@
 // normcheck: certified numerical verification of normalization kernels.
+#include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "external/plugin_worker_main.hpp"
 
 namespace {
 
@@ -33,7 +36,10 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
   run.add_option("--exec", o.exec, "a command implementing the exec protocol ({dir}: the case directory), judged instead of the built-ins");
   run.add_flag("--report-only", o.report_only,
                "external kernels are measured and reported, their failures do not fail the run (third-party code)");
-  run.add_option("--exec-name", o.exec_name, "name of the exec kernel in the report (default exec)");
+  run.add_option("--serve", o.serve,
+                 "a long-running command speaking the serve protocol (one per thread; docs/plugins.md), judged instead of the built-ins");
+  run.add_option("--serve-startup-timeout", o.serve_startup_timeout, "seconds until a serve command prints its ready line (default 120)");
+  run.add_option("--exec-name", o.exec_name, "name of the exec or serve kernel in the report (default exec)");
   run.add_option("--kernel-timeout", o.kernel_timeout, "seconds per plugin or exec call before it counts as hung (default 10)");
   run.add_option("--seed", o.seed, "run seed (default: the suite's)");
   run.add_option("--cases", o.cases, "cases per generator and dtype")->check(CLI::Range(1, 1000000));
@@ -124,6 +130,8 @@ std::string joined_args(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "__plugin-worker") return normcheck::external::plugin_worker_main(argc, argv);
+  std::signal(SIGPIPE, SIG_IGN);  // a dead worker's pipe is an error to report, not a reason to die
   CLI::App app{"normcheck: judges normalization kernels against certified arbitrary-precision oracles"};
   app.require_subcommand(1);
   normcheck::cli::RunOptions run_opts;
@@ -174,6 +182,18 @@ int main(int argc, char** argv) {
   render->add_option("--diff", render_opts.diff, "base report: show the regressions against it");
   render->add_option("--out", render_opts.out, "HTML file (default: REPORT with .json replaced by .html)");
   render->add_option("--worst", render_opts.worst, "records in the worst-case table (default 20)")->check(CLI::Range(1, 100000));
+  normcheck::cli::BenchOptions bench_opts;
+  CLI::App* bench = app.add_subcommand("bench-external", "calls per second of external kernels: per-call processes vs persistent workers");
+  bench->add_option("--kernel", bench_opts.plugin, "plugin library: fork + dlopen per call vs a persistent worker");
+  bench->add_option("--exec", bench_opts.exec, "exec-protocol command (a process per call), the baseline of --serve");
+  bench->add_option("--serve", bench_opts.serve, "serve-protocol command (one long-running process)");
+  bench->add_option("--op", bench_opts.op, "op (default layernorm_forward)");
+  bench->add_option("--dtype", bench_opts.dtype, "storage dtype (default f32)");
+  bench->add_option("--rows", bench_opts.rows, "rows (default 1)")->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  bench->add_option("--n", bench_opts.n, "row length (default 64)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  bench->add_option("--calls", bench_opts.calls, "timed calls of the persistent path (default 2000)")->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+  bench->add_option("--baseline-calls", bench_opts.baseline_calls, "timed calls of the per-call path (default 100)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  bench->add_option("--kernel-timeout", bench_opts.timeout, "seconds per call (default 10)");
   normcheck::cli::BoundsOptions bounds_opts;
   normcheck::cli::BiasOptions bias_opts;
   CLI::App* bias = app.add_subcommand("bias", "calibrate the directed-rounding statistic: sound kernels vs planted ones");
@@ -214,6 +234,7 @@ int main(int argc, char** argv) {
     if (*search) return normcheck::cli::search_command(search_opts);
     if (*bounds) return normcheck::cli::bounds_command(bounds_opts);
     if (*bias) return normcheck::cli::bias_command(bias_opts);
+    if (*bench) return normcheck::cli::bench_external_command(bench_opts);
     if (*contract) return normcheck::cli::contract_command(contract_opts);
     if (*example) return normcheck::cli::example_block_command(example_opts);
     if (*audit) return normcheck::cli::audit_axes_command(audit_opts);

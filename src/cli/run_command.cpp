@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cctype>
 #include <csignal>
@@ -176,10 +177,11 @@ RunConfig build_ops_config(const RunOptions& o, RunConfig cfg, const std::vector
 /// Plugin kernels named with --kernel: inspected in a child process each.
 std::vector<KernelEntry> load_plugins(const RunOptions& o) {
   std::vector<KernelEntry> out;
-  if (!(o.kernel_timeout > 0)) throw UsageError(fmt::format("--kernel-timeout must be > 0, got {}", o.kernel_timeout));
+  if (!(o.kernel_timeout > 0) || !std::isfinite(o.kernel_timeout))
+    throw UsageError(fmt::format("--kernel-timeout must be a finite number > 0, got {}", o.kernel_timeout));
   for (const std::string& path : o.plugins) {
     try {
-      for (KernelEntry& k : external::plugin_kernels(external::inspect_plugin(path, o.kernel_timeout), o.kernel_timeout))
+      for (KernelEntry& k : external::plugin_kernels(external::inspect_plugin(path, o.kernel_timeout)))
         out.push_back(std::move(k));
     } catch (const std::runtime_error& e) {
       throw UsageError(e.what());
@@ -202,6 +204,12 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
     const external::ExecSpec spec{o.exec, o.exec_name, o.kernel_timeout};
     for (KernelEntry& k : external::exec_kernels(spec, cfg.ops, cfg.dtypes)) cfg.extra_kernels.push_back(std::move(k));
   }
+  if (!o.serve.empty()) {
+    if (!(o.serve_startup_timeout > 0) || !std::isfinite(o.serve_startup_timeout))
+      throw UsageError(fmt::format("--serve-startup-timeout must be a finite number > 0, got {}", o.serve_startup_timeout));
+    const external::ExecSpec spec{o.serve, o.exec_name, o.kernel_timeout, o.serve_startup_timeout};
+    for (KernelEntry& k : external::serve_kernels(spec, cfg.ops, cfg.dtypes)) cfg.extra_kernels.push_back(std::move(k));
+  }
   if (selected_kernels(cfg).empty()) throw UsageError("the plugin supports none of the selected ops and dtypes");
   cfg.external_report_only = o.report_only;
   plan.ops = cfg;
@@ -212,7 +220,7 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
 RunPlan build_plan(const RunOptions& o) {
   auto base = suite_config(o.suite);
   if (!base) throw UsageError(fmt::format("unknown suite '{}' (see normcheck list)", o.suite));
-  if (!o.plugins.empty() || !o.exec.empty()) return plugin_plan(o, *base);
+  if (!o.plugins.empty() || !o.exec.empty() || !o.serve.empty()) return plugin_plan(o, *base);
   check_variants(o.variants);
   const std::vector<std::string> ops =
       only(o.ops, [](const std::string& op) { return op != kBlockOp && op != kContractionOp && op != kAuditOp && op != kGroupedOp && op != kBudgetOp; });

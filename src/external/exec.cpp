@@ -1,149 +1,84 @@
 #include "external/exec.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "external/isolated.hpp"
+#include "external/child_process.hpp"
+#include "external/exec_case.hpp"
 #include "external/npy.hpp"
 
 namespace normcheck::external {
 namespace {
-
-constexpr int kUnsupportedExit = 77;
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
   return s;
 }
 
-/// Writes inputs and manifest; returns the output names with their shapes.
-std::vector<std::pair<std::string, std::vector<int64_t>>> write_case(const std::filesystem::path& dir, Op op,
-                                                                      const LayerNormCase& c) {
-  const std::vector<int64_t> mat{c.rows, c.n}, vec{c.n};
-  write_npy(dir / "x.npy", c.dtype, mat, c.x);
-  write_npy(dir / "gamma.npy", c.dtype, vec, c.gamma);
-  nlohmann::json inputs = {{"x", "x.npy"}, {"gamma", "gamma.npy"}};
-  if (!is_rmsnorm(op)) {
-    write_npy(dir / "beta.npy", c.dtype, vec, c.beta);
-    inputs["beta"] = "beta.npy";
-  }
-  std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;
-  if (is_backward(op)) {
-    write_npy(dir / "dy.npy", c.dtype, mat, c.dy);
-    inputs["dy"] = "dy.npy";
-    outputs = {{"dx", mat}, {"dgamma", vec}};
-    if (!is_rmsnorm(op)) outputs.push_back({"dbeta", vec});
-  } else {
-    outputs = {{"y", mat}};
-  }
-  nlohmann::json out_names = nlohmann::json::object();
-  for (const auto& [name, shape] : outputs) out_names[name] = name + ".npy";
-  const nlohmann::json manifest = {
-      {"format", "normcheck-exec-v1"},
-      {"op", std::string(op_name(op))},
-      {"dtype", std::string(dtype_info(c.dtype).name)},
-      {"npy_dtype", c.dtype == DType::bf16 ? "<u2 (bfloat16 bit patterns)" : c.dtype == DType::f16 ? "<f2" : c.dtype == DType::f32 ? "<f4" : "<f8"},
-      {"rows", c.rows},
-      {"n", c.n},
-      {"eps", c.eps},
-      {"eps_hex", fmt::format("{:a}", c.eps)},
-      {"inputs", inputs},
-      {"outputs", out_names},
-      {"unsupported_exit_status", kUnsupportedExit}};
-  std::ofstream f(dir / "manifest.json");
-  f << manifest.dump(1) << '\n';
-  f.close();
-  if (!f) throw NpyError("cannot write manifest.json");
-  return outputs;
-}
-
-/// ": <last line of the command's stderr>" (at most 200 characters), or "".
-std::string last_line(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::string line, last;
-  while (std::getline(f, line))
-    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
-  return last.empty() ? "" : ": " + last.substr(0, 200);
-}
-
-/// Runs the command in the case directory (stdin /dev/null, stdout and stderr to files).
-IsolatedResult run_in(const ExecSpec& spec, const std::filesystem::path& dir) {
-  const std::string command = replace_all(spec.command, "{dir}", dir.string());
-  return run_isolated(
-      [&](uint8_t*, size_t, char* msg, size_t cap) {
-        if (chdir(dir.c_str()) != 0 || setenv("NORMCHECK_CASE_DIR", dir.c_str(), 1) != 0) {
-          std::snprintf(msg, cap, "exec: cannot enter %s", dir.c_str());
-          return 1;
-        }
-        const int err = open("stderr.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);  // kept for the failure message
-        const int out = open("stdout.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);  // never mixed into normcheck's
-        const int in = open("/dev/null", O_RDONLY);
-        if (err >= 0) dup2(err, STDERR_FILENO);
-        if (out >= 0) dup2(out, STDOUT_FILENO);
-        if (in >= 0) dup2(in, STDIN_FILENO);
-        execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-        std::snprintf(msg, cap, "exec: cannot run /bin/sh");
-        return 1;
-      },
-      {}, 1, spec.timeout_s);
-}
-
-/// Removes the case directory however the call ends.
-struct CaseDir {
-  std::filesystem::path path;
-  ~CaseDir() {
-    std::error_code ec;
-    if (!path.empty()) std::filesystem::remove_all(path, ec);
-  }
+/// How one run of the command ended.
+struct ExecOutcome {
+  bool ok = false, unsupported = false;
+  std::string failure;
 };
+
+/// Runs the command through /bin/sh in the case directory ({dir} and NORMCHECK_CASE_DIR name it;
+/// stdin /dev/null, stdout and stderr to files there).
+ExecOutcome run_command_on(const ExecSpec& spec, const std::filesystem::path& dir) {
+  SpawnSpec s;
+  s.argv = {"/bin/sh", "-c", replace_all(spec.command, "{dir}", dir.string())};
+  s.env = {{"NORMCHECK_CASE_DIR", dir.string()}};
+  s.cwd = dir.string();
+  s.stdout_path = (dir / "stdout.txt").string();  // never mixed into normcheck's
+  s.stderr_path = (dir / "stderr.txt").string();  // kept for the failure message
+  ChildProcess child;
+  ExecOutcome r;
+  if (std::string e = child.spawn(s); !e.empty()) {
+    r.failure = "exec: " + e;
+    return r;
+  }
+  if (!child.wait_until(monotonic_s() + spec.timeout_s)) {
+    child.kill_group();
+    r.failure = fmt::format("exec command timed out after {} s (killed)", spec.timeout_s);
+    return r;
+  }
+  if (child.exited_normally() && child.exit_status() == kUnsupportedExit) {
+    r.unsupported = true;
+    return r;
+  }
+  if (!child.exited_normally() || child.exit_status() != 0) {
+    r.failure = "exec command " + child.ended_how() + last_line(dir / "stderr.txt");
+    return r;
+  }
+  r.ok = true;
+  return r;
+}
 
 KernelOutputs exec_call(const ExecSpec& spec, Op op, const LayerNormCase& c) {
   KernelOutputs out;
-  char tmpl[] = "/tmp/normcheck_exec_XXXXXX";
-  if (!mkdtemp(tmpl)) {
+  const ScratchDir dir(make_private_dir("exec"));
+  if (dir.path.empty()) {
     out.failure = "exec: cannot create a case directory";
     return out;
   }
-  const CaseDir guard{tmpl};
-  const std::filesystem::path& dir = guard.path;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;
+  CaseFiles files;
   try {
-    outputs = write_case(dir, op, c);
+    files = write_case_files(dir.path, op, c, "normcheck-exec-v1");
   } catch (const std::exception& e) {
     out.failure = std::string("exec: cannot write the case: ") + e.what();
     return out;
   }
-  const IsolatedResult r = run_in(spec, dir);
-  if (r.exit_code == kUnsupportedExit) {
+  const ExecOutcome r = run_command_on(spec, dir.path);
+  if (r.unsupported) {
     out.skipped = true;
-  } else if (!r.ok) {
-    out.failure = "exec command " + r.failure + last_line(dir / "stderr.txt");
-  } else {
-    try {
-      for (const auto& [name, shape] : outputs) {
-        std::vector<double> v = read_npy(dir / (name + ".npy"), c.dtype, shape);
-        if (name == "y") out.y = std::move(v);
-        if (name == "dx") out.dx = std::move(v);
-        if (name == "dgamma") out.dgamma = std::move(v);
-        if (name == "dbeta") out.dbeta = std::move(v);
-      }
-    } catch (const std::exception& e) {
-      out.failure = std::string("exec output: ") + e.what();
-      out.y.clear();
-      out.dx.clear();
-      out.dgamma.clear();
-      out.dbeta.clear();
-    }
+    return out;
   }
-  return out;
+  if (!r.ok) {
+    out.failure = r.failure;
+    return out;
+  }
+  return read_case_outputs(dir.path, files, c.dtype, "exec");
 }
 
 }  // namespace
@@ -151,11 +86,9 @@ KernelOutputs exec_call(const ExecSpec& spec, Op op, const LayerNormCase& c) {
 std::vector<double> exec_normalize(const ExecSpec& spec, const std::vector<int64_t>& shape, const std::string& layout,
                                    const std::vector<std::string>& axes, const std::string& declared_kind, DType dtype,
                                    const std::vector<double>& x) {
-  char tmpl[] = "/tmp/normcheck_exec_XXXXXX";
-  if (!mkdtemp(tmpl)) throw std::runtime_error("exec: cannot create a case directory");
-  const CaseDir guard{tmpl};
-  const std::filesystem::path& dir = guard.path;
-  write_npy(dir / "x.npy", dtype, shape, x);
+  const ScratchDir dir(make_private_dir("exec"));
+  if (dir.path.empty()) throw std::runtime_error("exec: cannot create a case directory");
+  write_npy(dir.path / "x.npy", dtype, shape, x);
   const nlohmann::json manifest = {{"format", "normcheck-exec-v1"},
                                    {"op", "normalize"},
                                    {"dtype", std::string(dtype_info(dtype).name)},
@@ -165,14 +98,15 @@ std::vector<double> exec_normalize(const ExecSpec& spec, const std::vector<int64
                                    {"declared_kind", declared_kind},
                                    {"inputs", {{"x", "x.npy"}}},
                                    {"outputs", {{"y", "y.npy"}}}};
-  std::ofstream f(dir / "manifest.json");
+  std::ofstream f(dir.path / "manifest.json");
   f << manifest.dump(1) << '\n';
   f.close();
   if (!f) throw std::runtime_error("exec: cannot write manifest.json");
-  const IsolatedResult r = run_in(spec, dir);
-  if (!r.ok) throw std::runtime_error("exec command " + r.failure + last_line(dir / "stderr.txt"));
+  const ExecOutcome r = run_command_on(spec, dir.path);
+  if (r.unsupported) throw std::runtime_error("exec command says the normalize op is unsupported (exit 77)");
+  if (!r.ok) throw std::runtime_error(r.failure);
   try {
-    return read_npy(dir / "y.npy", dtype, shape);
+    return read_npy(dir.path / "y.npy", dtype, shape);
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("exec output: ") + e.what());
   }

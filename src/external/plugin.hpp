@@ -1,5 +1,6 @@
 #pragma once
 /// Loading and running kernel plugins (include/normcheck/plugin.h) in isolated child processes.
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,19 +9,26 @@
 
 namespace normcheck::external {
 
+class PluginPool;
+
 struct PluginInfo {
   std::string path, name;
   std::vector<std::pair<Op, DType>> supported;
+  std::shared_ptr<PluginPool> pool;  ///< the persistent workers (the inspecting one among them)
 };
 
-/// Opens the plugin in a child process, checks its ABI version and queries every op x dtype;
+/// How each call is isolated: a persistent worker process of the pool (the harness's way), or a
+/// forked child that loads the library for this one call (issue 7's way; the benchmark's baseline).
+enum class PluginIsolation { worker, fork_per_call };
+
+/// Opens the plugin in a worker process, checks its ABI version and queries every op x dtype;
 /// throws std::runtime_error with one line (missing file, no normcheck_plugin_v1, wrong ABI,
-/// crash or hang while loading).
+/// crash or hang while loading). Calls time out after timeout_s.
 PluginInfo inspect_plugin(const std::string& path, double timeout_s);
 
 /// One kernel entry per supported (op, dtype): kernel "plugin:<name>", variant <name>; every call
-/// runs in a child process with the time limit. A crash, hang or NC_ERROR comes back as
-/// KernelOutputs::failure; NC_UNSUPPORTED as KernelOutputs::skipped.
-std::vector<KernelEntry> plugin_kernels(const PluginInfo& info, double timeout_s);
+/// runs in another process with the time limit. A crash, hang or NC_ERROR comes back as
+/// KernelOutputs::failure (the worker is replaced); NC_UNSUPPORTED as KernelOutputs::skipped.
+std::vector<KernelEntry> plugin_kernels(const PluginInfo& info, PluginIsolation isolation = PluginIsolation::worker);
 
 }  // namespace normcheck::external

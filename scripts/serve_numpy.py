@@ -1,0 +1,36 @@
+#!/usr/bin/python3
+"""A serve-mode kernel for normcheck (docs/plugins.md, "Serve mode"): the NumPy LayerNorm/RMSNorm of
+scripts/exec_example.py as one long-running process per normcheck worker thread.
+
+    normcheck run --serve "/usr/bin/python3 /path/to/normcheck/scripts/serve_numpy.py" --exec-name numpy
+
+Protocol: print {"ready": true} once started; then for every JSON request line on stdin (the exec
+manifest plus "dir", the private folder holding the input .npy files) write the outputs into "dir"
+and answer one JSON line {"status": "ok" | "unsupported" | "error", "message": "..."} on stdout.
+Diagnostics go to stderr, never stdout. --one-pass plants the textbook E[x^2]-E[x]^2 variance.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import exec_example  # noqa: E402
+
+
+def main():
+    one_pass = "--one-pass" in sys.argv[1:]
+    print(json.dumps({"ready": True, "name": "numpy"}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            exec_example.compute(request["dir"], request, one_pass)
+            reply = {"status": "ok"}
+        except exec_example.Unsupported as e:
+            reply = {"status": "unsupported", "message": str(e)}
+        except Exception as e:  # the call fails, the process stays
+            reply = {"status": "error", "message": f"{type(e).__name__}: {e}"}
+        print(json.dumps(reply), flush=True)
+
+
+if __name__ == "__main__":
+    main()

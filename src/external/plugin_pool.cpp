@@ -1,0 +1,106 @@
+#include "external/plugin_pool.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace normcheck::external {
+namespace {
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
+PluginWorker::~PluginWorker() {
+  close_fd(request_fd_);  // a healthy worker sees end of file and exits; the group kill makes sure
+  close_fd(reply_fd_);
+  child_.kill_group();
+  if (map_) munmap(map_, map_size_);
+  close_fd(block_fd_);
+}
+
+std::string PluginWorker::reserve(size_t bytes) {
+  if (block_fd_ < 0) {
+    block_fd_ = memfd_create("normcheck_plugin_call", MFD_CLOEXEC);
+    if (block_fd_ < 0) return std::string("cannot create the shared call block: ") + std::strerror(errno);
+  }
+  if (bytes <= map_size_ && map_) return "";
+  const size_t size = std::max(bytes, 2 * map_size_);
+  if (map_) munmap(map_, map_size_);
+  map_ = nullptr;
+  map_size_ = 0;
+  if (ftruncate(block_fd_, static_cast<off_t>(size)) != 0)
+    return std::string("cannot size the shared call block: ") + std::strerror(errno);
+  void* m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, block_fd_, 0);
+  if (m == MAP_FAILED) return std::string("cannot map the shared call block: ") + std::strerror(errno);
+  map_ = m;
+  map_size_ = size;
+  return "";
+}
+
+std::string PluginWorker::start() {
+  if (std::string r = reserve(1); !r.empty()) return r;
+  const auto [req_read, req_write] = cloexec_pipe();
+  const auto [rep_read, rep_write] = cloexec_pipe();
+  if (req_read < 0 || rep_read < 0) return "cannot create the worker's pipes";
+  SpawnSpec spec;
+  spec.argv = {"/proc/self/exe", "__plugin-worker", library_};
+  spec.fds = {{req_read, wire::kRequestFd}, {rep_write, wire::kReplyFd}, {block_fd_, wire::kBlockFd}};
+  spec.stdout_path = "/dev/null";  // a chatty plugin never mixes into normcheck's summary; stderr is kept
+  const std::string err = child_.spawn(spec);
+  close(req_read);
+  close(rep_write);
+  request_fd_ = req_write;
+  reply_fd_ = rep_read;
+  started_ = true;
+  return err;
+}
+
+WorkerOutcome PluginWorker::fail(std::string why) {
+  healthy_ = false;
+  close_fd(request_fd_);
+  close_fd(reply_fd_);
+  WorkerOutcome o;
+  o.failure = std::move(why);
+  return o;
+}
+
+WorkerOutcome PluginWorker::call(wire::Request req, double timeout_s) {
+  if (!healthy_) return fail("the worker is gone");
+  if (!started_)
+    if (std::string e = start(); !e.empty()) return fail(e);
+  req.magic = wire::kMagic;
+  const double deadline = monotonic_s() + timeout_s;
+  std::string e = write_all(request_fd_, &req, sizeof req, deadline);
+  WorkerOutcome o;
+  if (e.empty()) e = read_exact(reply_fd_, &o.reply, sizeof o.reply, deadline);
+  if (e == "timeout") {
+    child_.kill_group();
+    return fail(fmt::format("timed out after {} s (killed)", timeout_s));
+  }
+  if (!e.empty()) {  // end of file: the worker died; say how
+    child_.wait_until(monotonic_s() + 5);
+    child_.kill_group();
+    return fail(e == "eof" ? child_.ended_how() : "worker " + e);
+  }
+  if (o.reply.magic != wire::kMagic) {
+    child_.kill_group();
+    return fail("the worker's reply is corrupt (something wrote into its reply pipe)");
+  }
+  o.reply.message[sizeof o.reply.message - 1] = '\0';
+  o.reply.name[sizeof o.reply.name - 1] = '\0';
+  if (o.reply.status == wire::kLoadFailed) {
+    child_.kill_group();
+    healthy_ = false;
+  }
+  o.ok = true;
+  return o;
+}
+
+}  // namespace normcheck::external

@@ -1,0 +1,68 @@
+#pragma once
+/// Persistent plugin workers: each a fresh `normcheck __plugin-worker LIB` process (posix_spawn, never
+/// fork() from the multi-threaded harness) that loads the plugin once and serves calls through a
+/// shared memory file. A pool hands one idle worker to each calling thread (so there are at most as
+/// many as --threads); a worker that crashed, hung (killed at the time limit) or broke the protocol
+/// is discarded and the next call starts a new one.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "external/child_process.hpp"
+#include "external/plugin_wire.hpp"
+#include "external/worker_pool.hpp"
+
+namespace normcheck::external {
+
+/// What a worker call came back with.
+struct WorkerOutcome {
+  bool ok = false;          ///< the call ran and replied (see reply.status)
+  std::string failure;      ///< else: "crashed with signal 11 (...)", "timed out after 10 s (killed)", ...
+  wire::Reply reply;
+};
+
+class PluginWorker {
+ public:
+  PluginWorker(std::string library, double timeout_s) : library_(std::move(library)), timeout_s_(timeout_s) {}
+  ~PluginWorker();
+  PluginWorker(const PluginWorker&) = delete;
+  PluginWorker& operator=(const PluginWorker&) = delete;
+
+  /// The shared block, at least `bytes` long, for the next call's tensors ("" or why not).
+  std::string reserve(size_t bytes);
+  uint8_t* block() { return static_cast<uint8_t*>(map_); }
+  /// Sends the request and waits for the reply (starting the process first if needed). After a
+  /// failure the worker is dead (healthy() is false).
+  WorkerOutcome call(wire::Request req, double timeout_s);
+  WorkerOutcome call(const wire::Request& req) { return call(req, timeout_s_); }
+  bool healthy() const { return healthy_; }
+
+ private:
+  std::string start();
+  WorkerOutcome fail(std::string why);
+  std::string library_;
+  double timeout_s_;
+  ChildProcess child_;
+  int request_fd_ = -1, reply_fd_ = -1, block_fd_ = -1;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+  bool started_ = false, healthy_ = true;
+};
+
+/// The persistent workers of one plugin library.
+class PluginPool : public WorkerPool<PluginWorker> {
+ public:
+  PluginPool(std::string library, double timeout_s)
+      : WorkerPool([library, timeout_s] { return std::make_unique<PluginWorker>(library, timeout_s); }),
+        library_(std::move(library)),
+        timeout_s_(timeout_s) {}
+  const std::string& library() const { return library_; }
+  double timeout_s() const { return timeout_s_; }
+
+ private:
+  std::string library_;
+  double timeout_s_;
+};
+
+}  // namespace normcheck::external

@@ -1,0 +1,104 @@
+// The plugin worker process: `normcheck __plugin-worker LIB`, started by the harness with posix_spawn
+// (src/external/plugin_pool.cpp). It loads the plugin once and serves calls until its request pipe
+// closes. A crash or hang here is the harness's recorded kernel failure; the harness replaces it.
+#include "external/plugin_worker_main.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "external/plugin_loader.hpp"
+
+namespace normcheck::external {
+namespace {
+
+bool read_request(wire::Request& r) {
+  auto* p = reinterpret_cast<char*>(&r);
+  size_t left = sizeof r;
+  while (left > 0) {
+    const ssize_t k = read(wire::kRequestFd, p, left);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;  // the harness closed the pipe (or died): done
+    p += k;
+    left -= static_cast<size_t>(k);
+  }
+  return r.magic == wire::kMagic;
+}
+
+bool send_reply(const wire::Reply& r) {
+  const auto* p = reinterpret_cast<const char*>(&r);
+  size_t left = sizeof r;
+  while (left > 0) {
+    const ssize_t k = write(wire::kReplyFd, p, left);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    left -= static_cast<size_t>(k);
+  }
+  return true;
+}
+
+/// The shared block, mapped again only when a call needs more than is mapped.
+struct Block {
+  void* data = nullptr;
+  size_t size = 0;
+  bool ensure(size_t need) {
+    if (need <= size && data) return true;
+    if (data) munmap(data, size);
+    data = mmap(nullptr, need, PROT_READ | PROT_WRITE, MAP_SHARED, wire::kBlockFd, 0);
+    if (data == MAP_FAILED) {
+      data = nullptr;
+      size = 0;
+      return false;
+    }
+    size = need;
+    return true;
+  }
+};
+
+void inspect(const nc_plugin* p, wire::Reply& rep) {
+  std::snprintf(rep.name, sizeof rep.name, "%s", p->name);
+  for (int op = 0; op < 4; ++op)
+    for (int d = 0; d < 4; ++d) rep.supports[op * 4 + d] = p->supports(static_cast<nc_op>(op), static_cast<nc_dtype>(d)) ? 1 : 0;
+}
+
+void run(const nc_plugin* p, const wire::Request& req, Block& block, wire::Reply& rep) {
+  if (!block.ensure(req.block_bytes)) {
+    rep.status = wire::kError;
+    std::snprintf(rep.message, sizeof rep.message, "the worker cannot map the call's %llu bytes",
+                  static_cast<unsigned long long>(req.block_bytes));
+    return;
+  }
+  run_plugin_call(p, req, static_cast<uint8_t*>(block.data), rep);
+}
+
+}  // namespace
+
+int plugin_worker_main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "normcheck: error: __plugin-worker is started by normcheck itself\n");
+    return 2;
+  }
+  wire::Request req;
+  wire::Reply rep;
+  const nc_plugin* p = nullptr;
+  Block block;
+  while (read_request(req)) {
+    rep = wire::Reply{};
+    if (!p) p = open_plugin(argv[2], rep.message, sizeof rep.message);
+    if (!p) {
+      rep.status = wire::kLoadFailed;
+      send_reply(rep);
+      return 1;
+    }
+    if (req.kind == wire::kInspect) inspect(p, rep);
+    else run(p, req, block, rep);
+    if (!send_reply(rep)) return 1;
+  }
+  return 0;
+}
+
+}  // namespace normcheck::external

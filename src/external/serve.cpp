@@ -1,0 +1,152 @@
+// Serve mode of the exec protocol: one long-running command per worker thread, a JSON request line
+// per call on its stdin, a JSON reply line on its stdout; the tensors as .npy files in the worker's
+// private (0700) directory. docs/plugins.md, "Serve mode".
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "external/child_process.hpp"
+#include "external/exec.hpp"
+#include "external/exec_case.hpp"
+#include "external/worker_pool.hpp"
+
+namespace normcheck::external {
+namespace {
+
+constexpr size_t kMaxLine = 1 << 20;
+constexpr const char* kFormat = "normcheck-serve-v1";
+
+class ServeWorker {
+ public:
+  explicit ServeWorker(ExecSpec spec) : spec_(std::move(spec)) {}
+  ~ServeWorker() {
+    close_fds();
+    child_.kill_group();
+  }
+  ServeWorker(const ServeWorker&) = delete;
+  ServeWorker& operator=(const ServeWorker&) = delete;
+  bool healthy() const { return healthy_; }
+
+  KernelOutputs call(Op op, const LayerNormCase& c) {
+    KernelOutputs out;
+    if (!started_)
+      if (std::string e = start(); !e.empty()) return failed(out, e);
+    CaseFiles files;
+    try {
+      files = write_case_files(dir_.path, op, c, kFormat);
+    } catch (const std::exception& e) {
+      return failed(out, std::string("serve: cannot write the case: ") + e.what());
+    }
+    nlohmann::json request = files.manifest;
+    request["dir"] = dir_.path.string();
+    request["call"] = ++calls_;
+    nlohmann::json reply;
+    if (std::string e = exchange(request.dump() + "\n", reply, spec_.timeout_s); !e.empty()) return failed(out, e);
+    const std::string status = reply.value("status", "");
+    if (status == "unsupported") {
+      out.skipped = true;
+      return out;
+    }
+    if (status != "ok") {
+      out.failure = "serve command: " + (status == "error" ? reply.value("message", std::string("error without a message"))
+                                                            : "reply without status ok, unsupported or error: " + reply.dump().substr(0, 200));
+      return out;  // the process answered: it stays
+    }
+    return read_case_outputs(dir_.path, files, c.dtype, "serve");
+  }
+
+ private:
+  std::string start() {
+    started_ = true;
+    dir_.path = make_private_dir("serve");
+    if (dir_.path.empty()) return "serve: cannot create the worker's private directory";
+    const auto [in_read, in_write] = cloexec_pipe();
+    const auto [out_read, out_write] = cloexec_pipe();
+    if (in_read < 0 || out_read < 0) return "serve: cannot create pipes";
+    SpawnSpec s;
+    s.argv = {"/bin/sh", "-c", spec_.command};
+    s.fds = {{in_read, 0}, {out_write, 1}};
+    s.env = {{"NORMCHECK_SERVE_DIR", dir_.path.string()}};
+    s.stderr_path = (dir_.path / "stderr.txt").string();
+    const std::string e = child_.spawn(s);
+    close(in_read);
+    close(out_write);
+    to_child_ = in_write;
+    from_child_ = out_read;
+    if (!e.empty()) return "serve: " + e;
+    nlohmann::json ready;
+    if (std::string r = exchange("", ready, spec_.startup_timeout_s); !r.empty()) return r + " (before its ready line)";
+    if (!ready.value("ready", false))
+      return "serve command's first line is not {\"ready\": true}: " + ready.dump().substr(0, 200);
+    return "";
+  }
+
+  /// Sends `line` (if any) and reads one JSON reply line: "" or the failure (the process is then gone).
+  std::string exchange(const std::string& line, nlohmann::json& reply, double timeout_s) {
+    const double deadline = monotonic_s() + timeout_s;
+    std::string e = line.empty() ? "" : write_all(to_child_, line.data(), line.size(), deadline);
+    std::string text;
+    if (e.empty()) e = read_line(from_child_, text, pending_, deadline, kMaxLine);
+    if (e == "timeout") {
+      child_.kill_group();
+      return fmt::format("serve command timed out after {} s (killed)", timeout_s);
+    }
+    if (!e.empty()) {
+      child_.wait_until(monotonic_s() + 2);
+      child_.kill_group();
+      const std::string how = e == "eof" ? child_.ended_how() : e;
+      return "serve command " + how + last_line(dir_.path / "stderr.txt");
+    }
+    reply = nlohmann::json::parse(text, nullptr, false);
+    if (reply.is_discarded() || !reply.is_object()) {
+      child_.kill_group();
+      return "serve command wrote a line that is not a JSON object on stdout (print diagnostics to stderr): " +
+             text.substr(0, 120);
+    }
+    return "";
+  }
+
+  KernelOutputs& failed(KernelOutputs& out, std::string why) {
+    healthy_ = false;
+    close_fds();
+    child_.kill_group();
+    out = KernelOutputs{};
+    out.failure = std::move(why);
+    return out;
+  }
+
+  void close_fds() {
+    if (to_child_ >= 0) close(to_child_);
+    if (from_child_ >= 0) close(from_child_);
+    to_child_ = from_child_ = -1;
+  }
+
+  ExecSpec spec_;
+  ChildProcess child_;
+  ScratchDir dir_;
+  int to_child_ = -1, from_child_ = -1;
+  std::string pending_;
+  int64_t calls_ = 0;
+  bool started_ = false, healthy_ = true;
+};
+
+}  // namespace
+
+std::vector<KernelEntry> serve_kernels(const ExecSpec& spec, const std::vector<Op>& ops, const std::vector<DType>& dtypes) {
+  auto pool = std::make_shared<WorkerPool<ServeWorker>>([spec] { return std::make_unique<ServeWorker>(spec); });
+  std::vector<KernelEntry> out;
+  for (Op op : ops)
+    for (DType dt : dtypes)
+      out.push_back({"serve:" + spec.name, spec.name, op, dt, dtype_info(dt).default_accum, false,
+                     [pool, op](const LayerNormCase& c) {
+                       std::unique_ptr<ServeWorker> w = pool->acquire();
+                       KernelOutputs r = w->call(op, c);
+                       pool->release(std::move(w));
+                       return r;
+                     }});
+  return out;
+}
+
+}  // namespace normcheck::external
