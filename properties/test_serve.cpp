@@ -160,3 +160,84 @@ TEST(Serve, PyTorchThroughServeModeIsJudgedWithTheLibtorchFindings) {
     else EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
   }
 }
+
+namespace {
+
+/// Runs a record's printed replay command as printed, from `cwd` ("normcheck" is this build's binary).
+Outcome run_printed_replay(const nlohmann::json& record, const fs::path& cwd, const std::string& extra = "") {
+  std::string printed = record.at("worst_case").at("replay").get<std::string>();
+  EXPECT_EQ(printed.rfind("normcheck ", 0), 0u) << printed;
+  return run_shell("cd " + cwd.string() + " && " + std::string(NORMCHECK_BINARY) + printed.substr(9) + extra);
+}
+
+/// The first record with a worst case.
+nlohmann::json record_with_case(const fs::path& report) {
+  const auto j = load_json(report);
+  for (const auto& r : j.at("records"))
+    if (!r.at("worst_case").is_null()) return r;
+  ADD_FAILURE() << "no record with a worst case in " << report;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(Replay, ExternalRecordsReplayAsPrintedForEveryKernelKind) {
+  const fs::path dir = scratch() / "replay_external";
+  fs::create_directories(dir);
+  std::vector<std::string> kinds = {"--kernel " + std::string(NORMCHECK_PLUGIN_DIR) + "/libnc_plugin_one_pass.so"};
+  if (python_has("numpy")) {
+    kinds.push_back("--exec '" + kPython + " " + script("exec_example.py") + " {dir} --one-pass'");
+    kinds.push_back("--serve '" + kPython + " " + script("serve_numpy.py") + " --one-pass'");
+  }
+  for (const std::string& kind : kinds) {
+    const Outcome run = run_shell("cd " + dir.string() + " && " + NORMCHECK_BINARY + " run " + kind +
+                                  " --ops layernorm_forward --dtypes f32 --generators large_mean --cases 2 --out r.json");
+    ASSERT_EQ(run.exit_code, 1) << kind << run.out << run.err;  // the planted one-pass variance fails
+    const nlohmann::json rec = record_with_case(dir / "r.json");
+    const Outcome o = run_printed_replay(rec, dir);
+    EXPECT_EQ(o.exit_code, 0) << kind << o.out << o.err;
+    EXPECT_NE(o.out.find("replay reproduces the recorded worst element"), std::string::npos) << kind << o.out << o.err;
+  }
+}
+
+TEST(Replay, DumpWritesTheCaseAndTheExactOutputsForTheUsersOwnDebugger) {
+  const fs::path dir = scratch() / "replay_dump";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const Outcome run = run_shell("cd " + dir.string() + " && " + NORMCHECK_BINARY + " run --kernel " + NORMCHECK_PLUGIN_DIR +
+                                "/libnc_plugin_good.so --ops layernorm_backward --dtypes f64 --generators normal --cases 1 --out r.json");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const nlohmann::json rec = record_with_case(dir / "r.json");
+  const Outcome o = run_printed_replay(rec, dir, " --dump case");
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  for (const char* f : {"manifest.json", "x.npy", "gamma.npy", "beta.npy", "dy.npy", "expected_dx.npy", "expected_dgamma.npy",
+                        "expected_dbeta.npy", "exact.json"})
+    EXPECT_TRUE(fs::exists(dir / "case" / f)) << f;
+  const auto manifest = load_json(dir / "case" / "manifest.json");
+  EXPECT_EQ(manifest.at("record").at("kernel"), "plugin:nc_good");
+  const auto exact = load_json(dir / "case" / "exact.json");
+  const int64_t rows = manifest.at("rows").get<int64_t>(), n = manifest.at("n").get<int64_t>();
+  EXPECT_EQ(static_cast<int64_t>(exact.at("outputs").at("dx").size()), rows * n);
+  EXPECT_EQ(static_cast<int64_t>(exact.at("outputs").at("dbeta").size()), n);
+  if (!python_has("numpy")) return;
+  // the exec example computes in float64 and rounds once: on this case its f64 dbeta is the expected one
+  const Outcome cmp = run_shell(kPython + " -c \"import json, numpy as np, sys; sys.path.insert(0, '" + std::string(NORMCHECK_SOURCE_DIR) +
+                                "/scripts'); import exec_example; d='" + (dir / "case").string() +
+                                "'; m=json.load(open(d+'/manifest.json')); exec_example.compute(d, m); "
+                                "e=np.load(d+'/expected_dbeta.npy'); g=np.load(d+'/dbeta.npy'); "
+                                "print('max rel', float(np.max(np.abs(g-e)/np.maximum(np.abs(e),1e-300))))\"");
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.out << cmp.err;
+  EXPECT_NE(cmp.out.find("max rel"), std::string::npos);
+}
+
+TEST(Replay, AFailedExternalCallReplaysAsAKernelFailure) {
+  const fs::path dir = scratch() / "replay_crash";
+  fs::create_directories(dir);
+  const Outcome run = run_shell("cd " + dir.string() + " && " + NORMCHECK_BINARY + " run --kernel " + NORMCHECK_PLUGIN_DIR +
+                                "/libnc_plugin_crash.so --ops layernorm_forward --dtypes f32 --generators normal --cases 3 --out r.json");
+  ASSERT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_NE(run.out.find("KERNEL FAILURE"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("crashed with signal 11"), std::string::npos) << run.out;
+  const nlohmann::json rec = record_with_case(dir / "r.json");
+  EXPECT_EQ(rec.at("verdict"), "kernel_failure");
+}

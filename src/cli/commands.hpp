@@ -39,6 +39,9 @@ struct RunOptions {
 struct ReplayOptions {
   std::string report;
   std::optional<int64_t> record, block_record, contraction_record;
+  std::string plugin, exec, serve;       ///< an external record's kernel (default: the report's config.external)
+  std::optional<double> kernel_timeout;  ///< seconds per external call
+  std::string dump;                      ///< write the case, inputs and exact outputs here
 };
 
 struct SearchOptions {

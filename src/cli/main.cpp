@@ -144,6 +144,12 @@ int main(int argc, char** argv) {
   auto* block_opt = replay->add_option("--block-record", replay_opts.block_record, "block suite record index");
   auto* contraction_opt = replay->add_option("--contraction-record", replay_opts.contraction_record,
                                             "QR-contraction suite record index");
+  replay->add_option("--kernel", replay_opts.plugin, "an external record's plugin library (default: the one the report recorded)");
+  replay->add_option("--exec", replay_opts.exec, "an external record's exec command (default: the report's)");
+  replay->add_option("--serve", replay_opts.serve, "an external record's serve command (default: the report's)");
+  replay->add_option("--kernel-timeout", replay_opts.kernel_timeout, "seconds per external call");
+  replay->add_option("--dump", replay_opts.dump,
+                     "write the case here: manifest.json, input .npy files, the exact outputs (expected_<output>.npy, exact.json)");
   rec_opt->excludes(block_opt)->excludes(contraction_opt);
   block_opt->excludes(contraction_opt);
   CLI::App* list = app.add_subcommand("list", "list kernels, dtypes, generators and suites");

@@ -1,9 +1,12 @@
+#include <cmath>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/replay_external.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "oracles/certified_rms_block.hpp"
 #include "kernels/contraction_registry.hpp"
@@ -24,15 +27,6 @@ const nlohmann::json& record_at(const nlohmann::json& report, int64_t index) {
   if (index < 0 || index >= static_cast<int64_t>(records.size()))
     throw std::invalid_argument(fmt::format("record {} out of range (report has {})", index, records.size()));
   return records.at(static_cast<size_t>(index));
-}
-
-const KernelEntry& kernel_for(const nlohmann::json& rec) {
-  const auto op = parse_op(rec.at("op").get<std::string>());
-  const auto storage = parse_dtype(rec.at("storage").get<std::string>());
-  const KernelEntry* k = op && storage ? find_kernel(*op, rec.at("variant").get<std::string>(), *storage) : nullptr;
-  if (!k || dtype_info(k->accum).name != rec.at("accum").get<std::string>())
-    throw std::invalid_argument("record names a kernel this build does not have");
-  return *k;
 }
 
 /// The worst case's inputs: inline when present, else regenerated from its seed and checked by digest.
@@ -177,24 +171,45 @@ int replay_command(const ReplayOptions& o) {
   }
   nlohmann::json report, rec;
   LayerNormCase c;
-  const KernelEntry* k = nullptr;
+  std::optional<KernelEntry> kernel;
+  oracle::CertifiedLayerNorm ref;
   try {
+    if (o.kernel_timeout && !(*o.kernel_timeout > 0 && std::isfinite(*o.kernel_timeout)))
+      throw std::invalid_argument("--kernel-timeout must be a finite number > 0");
     report = read_json_file(o.report);
     rec = record_at(report, *o.record);
     if (rec.at("worst_case").is_null()) throw std::invalid_argument("record has no worst case (no case ran)");
-    k = &kernel_for(rec);
-    c = worst_case_of(report, rec.at("worst_case"), k->storage);
+    const auto op = parse_op(rec.at("op").get<std::string>());
+    const auto storage = parse_dtype(rec.at("storage").get<std::string>());
+    if (!op || !storage) throw std::invalid_argument("record names an unknown op or dtype");
+    c = worst_case_of(report, rec.at("worst_case"), *storage);
+    ref = certified_reference(*op, c, is_backward(*op));
+    if (!o.dump.empty()) {
+      dump_case(o.dump, *op, c, ref, rec, rec.at("worst_case").value("replay", std::string()));
+      std::printf("case written to %s (manifest.json, inputs, expected_<output>.npy, exact.json)\n", o.dump.c_str());
+    }
+    kernel = replay_kernel(report, rec, o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return kExitBadInput;
   }
+  const KernelEntry* k = &*kernel;
   const std::string output = rec.at("output").get<std::string>();
-  const oracle::CertifiedLayerNorm ref = certified_reference(k->op, c, is_backward(k->op));
   const auto judged = judge_case(*k, c, ref);
   const auto& elem = rec.at("worst_case").at("element");
   const int64_t index = elem.at("index").get<int64_t>();
+  if (judged.empty()) {
+    std::printf("the kernel declined the call (unsupported): nothing to replay\n");
+    return kExitCheckFailed;
+  }
   for (const OutputJudgement& j : judged) {
     if (j.output != output) continue;
+    if (!j.kernel_failure.empty()) {
+      std::printf("record %lld: %s %s %s, output %s\nkernel failure: %s\n", static_cast<long long>(*o.record),
+                  rec.at("op").get<std::string>().c_str(), k->kernel.c_str(), dtype_info(k->storage).name.data(), output.c_str(),
+                  j.kernel_failure.c_str());
+      return kExitCheckFailed;
+    }
     std::printf("record %lld: %s %s %s(acc %s) %s, output %s\n", static_cast<long long>(*o.record),
                 rec.at("op").get<std::string>().c_str(), k->variant.c_str(), dtype_info(k->storage).name.data(),
                 dtype_info(k->accum).name.data(), rec.at("property").get<std::string>().c_str(), output.c_str());

@@ -212,6 +212,12 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
   }
   if (selected_kernels(cfg).empty()) throw UsageError("the plugin supports none of the selected ops and dtypes");
   cfg.external_report_only = o.report_only;
+  for (const std::string& path : o.plugins) cfg.external.plugins.push_back(std::filesystem::absolute(path).string());
+  cfg.external.exec = o.exec;
+  cfg.external.serve = o.serve;
+  cfg.external.name = o.exec_name;
+  cfg.external.timeout_s = o.kernel_timeout;
+  cfg.external.serve_startup_s = o.serve_startup_timeout;
   plan.ops = cfg;
   assign_shards(plan, parse_shard(o.shard));
   return plan;

@@ -12,13 +12,15 @@ namespace normcheck::cli {
 namespace {
 
 struct Row {
-  int64_t cases = 0, failed = 0, void_bounds = 0, bias_flagged = 0, unjudged = 0;
+  int64_t cases = 0, failed = 0, void_bounds = 0, bias_flagged = 0, unjudged = 0, kernel_failures = 0;
+  std::string first_kernel_failure;
   double max_ulp = 0, max_ratio = 0, own_ratio = 0;
   int64_t own_failed = 0;
   bool weak = false, must_pass = true, external = false;
 };
 
 std::string verdict_of(const Row& r) {
+  if (r.kernel_failures > 0) return r.must_pass ? "KERNEL FAILURE" : "kernel failure (report-only)";
   if (r.own_failed > 0 && !r.external) return "OWN BOUND VIOLATED";
   if (r.failed == 0 && r.bias_flagged == 0) return "pass";
   const std::string why = r.failed == 0 ? " (bias)" : "";  // every case within its bound, outputs directed
@@ -42,6 +44,8 @@ void print_summary(const RunResult& r) {
     row.max_ratio = std::max(row.max_ratio, rec.acc.max_bound_ratio());
     row.own_ratio = std::max(row.own_ratio, rec.own.max_rigor_ratio());
     row.own_failed += rec.own_failed_cases;
+    if (rec.kernel_failures > 0 && row.kernel_failures == 0) row.first_kernel_failure = rec.first_kernel_failure;
+    row.kernel_failures += rec.kernel_failures;
     row.weak = rec.known_weak;
     row.must_pass = rec.expectation == Expectation::must_pass;
     row.external = is_external_kernel_name(rec.key.kernel);
@@ -65,6 +69,12 @@ void print_summary(const RunResult& r) {
       "bound, must hold). no-bound: elements whose a priori bound is void (overflow or unresolved statistics),\n"
       "judged by the structural envelope only. (bias): outputs rounded toward or away from zero, flagged by the\n"
       "bias statistic although every element is within its bound (docs/bounds.md section 16).\n");
+  for (const auto& [k, row] : rows)
+    if (row.kernel_failures > 0)
+      std::printf("kernel failure: %s/%s %s %s, %lld calls failed (no outputs to judge); first: %s\n",
+                  std::string(op_name(static_cast<Op>(std::get<0>(k)))).c_str(), std::get<1>(k).c_str(), std::get<2>(k).c_str(),
+                  std::string(dtype_info(static_cast<DType>(std::get<3>(k))).name).c_str(),
+                  static_cast<long long>(row.kernel_failures), row.first_kernel_failure.c_str());
   int64_t unjudged = 0;
   for (const auto& [k, row] : rows) unjudged += row.unjudged;
   if (unjudged > 0)

@@ -47,7 +47,16 @@ double number(const nlohmann::json& r, const char* field) {
 
 bool failing(const nlohmann::json& r) {
   const std::string v = r.value("verdict", "");
-  return v == "fail" || v == "own_bound_violated";
+  return v == "fail" || v == "own_bound_violated" || v == "kernel_failure";
+}
+
+/// "verdict a -> b", with the kernel failure's first message when the new verdict is one.
+std::string verdict_change(const nlohmann::json& b, const nlohmann::json& n) {
+  std::string s = fmt::format("verdict {} -> {}", b.value("verdict", ""), n.value("verdict", ""));
+  if (n.value("verdict", "") == "kernel_failure" && n.contains("kernel_failures") && n.at("kernel_failures").is_object())
+    s += fmt::format(" ({} cases; first: {})", n.at("kernel_failures").value("cases", int64_t{0}),
+                     n.at("kernel_failures").value("first", std::string("?")));
+  return s;
 }
 
 /// Growth of a metric beyond a factor and an absolute floor (both must hold).
@@ -58,8 +67,8 @@ RecordChange classify(const std::string& section, const std::string& key, const 
   const bool ran_before = b.value("verdict", "") != "not_run", ran_now = n.value("verdict", "") != "not_run";
   if (ran_before && !ran_now) return {section, key, Change::removed, "not run in the new report (interrupted or deselected)"};
   if (!ran_before && ran_now) return {section, key, Change::added, "not run in the base report"};
-  if (!failing(b) && failing(n)) return {section, key, Change::new_failure, fmt::format("verdict {} -> {}", b.value("verdict", ""), n.value("verdict", ""))};
-  if (failing(b) && !failing(n)) return {section, key, Change::fixed, fmt::format("verdict {} -> {}", b.value("verdict", ""), n.value("verdict", ""))};
+  if (!failing(b) && failing(n)) return {section, key, Change::new_failure, verdict_change(b, n)};
+  if (failing(b) && !failing(n)) return {section, key, Change::fixed, verdict_change(b, n)};
   const double bu = number(b, "max_ulp"), nu = number(n, "max_ulp"), br = number(b, "rms_ulp"), nr = number(n, "rms_ulp");
   const double bb = number(b, "max_bound_ratio"), nb = number(n, "max_bound_ratio");
   std::vector<std::string> worse, better;

@@ -80,7 +80,9 @@ std::string row_cells(const RecordRef& r, const std::string& change_cell) {
   if (generator.rfind("accuracy/", 0) == 0) generator = generator.substr(9);
   const std::string dtype = string_field(j, "accum").empty() ? r.dtype : r.dtype + "/" + string_field(j, "accum");
   const auto ulp = number_field(j, "max_ulp"), ratio = number_field(j, "max_bound_ratio");
-  const std::string verdict = string_field(j, "verdict", "-");
+  std::string verdict = string_field(j, "verdict", "-");
+  if (verdict == "kernel_failure" && j.contains("kernel_failures") && j.at("kernel_failures").is_object())
+    verdict += ": " + string_field(j.at("kernel_failures"), "first").substr(0, 300);  // why, not a number
   std::string replay = j.contains("worst_case") && j.at("worst_case").is_object() ? string_field(j.at("worst_case"), "replay") : "";
   if (replay.empty()) replay = fmt::format("{} record {} (no replay)", r.section, r.index);
   return fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>"

@@ -31,10 +31,10 @@ void require_report(const nlohmann::json& j);
 /// objects (known sections first, in a fixed order, then unknown ones in key order).
 std::vector<RecordRef> collect_records(const nlohmann::json& report);
 
-/// pass; fail and own_bound_violated; flagged; not_run; uncertified; anything else (e.g. "measured").
+/// pass; fail, own_bound_violated and kernel_failure; flagged; not_run; uncertified; anything else (e.g. "measured").
 VerdictClass verdict_class(const nlohmann::json& record);
 
-/// A failing record that had to pass (verdict fail or own_bound_violated, expectation not report_only).
+/// A failing record that had to pass (verdict fail, own_bound_violated or kernel_failure, expectation not report_only).
 bool failing_must_pass(const nlohmann::json& record);
 
 /// A numeric field: a JSON number, or the report's "inf" / "-inf" / "nan" strings; nullopt otherwise.

@@ -38,15 +38,22 @@ namespace {
 std::string verdict(const Record& r) {
   // A plugin's own arithmetic is unknown: its only bound is the contract, and failing it is "fail".
   const bool external = is_external_kernel_name(r.key.kernel);
+  // A call that crashed, hung, returned an error or no readable output is not an accuracy result.
+  if (r.cases > 0 && r.kernel_failures > 0) return "kernel_failure";
   if (r.cases > 0 && r.acc.count() > 0 && r.own_failed_cases > 0 && !external) return "own_bound_violated";
   return verdict_name(r.cases, r.acc, r.failed(), r.known_weak);
+}
+
+nlohmann::json external_json(const ExternalSpecs& e) {
+  return {{"plugins", e.plugins}, {"exec", e.exec}, {"serve", e.serve}, {"name", e.name},
+          {"kernel_timeout", e.timeout_s}, {"serve_startup_timeout", e.serve_startup_s}};
 }
 
 nlohmann::json config_json(const RunConfig& cfg) {
   nlohmann::json ops = nlohmann::json::array(), dtypes = nlohmann::json::array();
   for (Op op : cfg.ops) ops.push_back(std::string(op_name(op)));
   for (DType d : cfg.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
-  return {{"suite", cfg.suite},
+  nlohmann::json j = {{"suite", cfg.suite},
           {"suite_version", cfg.suite_version},
           {"ops", ops},
           {"variants", cfg.variants},
@@ -56,6 +63,8 @@ nlohmann::json config_json(const RunConfig& cfg) {
           {"seed", std::to_string(cfg.seed)},
           {"shape", {{"rows", cfg.shape.rows}, {"n", cfg.shape.n}, {"max_elements", cfg.shape.max_elements}}},
           {"eps_override", cfg.eps_override ? nlohmann::json(hexfloat(*cfg.eps_override)) : nlohmann::json()}};
+  if (cfg.external.any()) j["external"] = external_json(cfg.external);  // built-in runs' reports stay as they were
+  return j;
 }
 
 nlohmann::json worst_case_json(const RunConfig& cfg, const Record& r, size_t record_index,
@@ -277,6 +286,15 @@ RunConfig config_from_report(const nlohmann::json& report) {
   cfg.shape.n = c.at("shape").at("n").get<int64_t>();
   cfg.shape.max_elements = c.at("shape").at("max_elements").get<int64_t>();
   if (!c.at("eps_override").is_null()) cfg.eps_override = parse_hexfloat(c.at("eps_override").get<std::string>());
+  if (c.contains("external") && c.at("external").is_object()) {
+    const auto& e = c.at("external");
+    cfg.external.plugins = e.value("plugins", std::vector<std::string>{});
+    cfg.external.exec = e.value("exec", std::string());
+    cfg.external.serve = e.value("serve", std::string());
+    cfg.external.name = e.value("name", std::string("exec"));
+    cfg.external.timeout_s = e.value("kernel_timeout", 10.0);
+    cfg.external.serve_startup_s = e.value("serve_startup_timeout", 120.0);
+  }
   return cfg;
 }
 

@@ -15,6 +15,16 @@
 
 namespace normcheck {
 
+/// How the run reached its external kernels, kept in the report so that `normcheck replay` can
+/// call them again as printed.
+struct ExternalSpecs {
+  std::vector<std::string> plugins;  ///< absolute library paths (--kernel)
+  std::string exec, serve;           ///< --exec / --serve commands as given
+  std::string name = "exec";         ///< --exec-name
+  double timeout_s = 10, serve_startup_s = 120;
+  bool any() const { return !plugins.empty() || !exec.empty() || !serve.empty(); }
+};
+
 struct RunConfig {
   std::string suite = "default";
   int suite_version = 1;
@@ -31,6 +41,7 @@ struct RunConfig {
   bool builtin = true;                     ///< judge the built-in kernels
   std::vector<KernelEntry> extra_kernels;  ///< plugin kernels (external/plugin.hpp), judged too
   bool external_report_only = false;       ///< external kernels' records are report_only
+  ExternalSpecs external;                  ///< where extra_kernels came from (reported)
   ShardSpec shard;  ///< the slice this run does (one unit per dtype x generator)
 };
 

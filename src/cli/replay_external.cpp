@@ -1,0 +1,107 @@
+#include "cli/replay_external.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "external/exec.hpp"
+#include "external/exec_case.hpp"
+#include "external/npy.hpp"
+#include "external/plugin.hpp"
+#include "report/case_json.hpp"
+#include "report/report.hpp"
+
+namespace normcheck::cli {
+namespace {
+
+const KernelEntry* find_in(const std::vector<KernelEntry>& kernels, const std::string& name, Op op, DType dt) {
+  for (const KernelEntry& k : kernels)
+    if (k.kernel == name && k.op == op && k.storage == dt) return &k;
+  return nullptr;
+}
+
+/// The external kernel the record names, from the options or the report's config.external.
+KernelEntry external_kernel(const nlohmann::json& report, const std::string& name, Op op, DType dt, const ReplayOptions& o) {
+  ExternalSpecs spec = config_from_report(report).external;
+  if (!o.plugin.empty() || !o.exec.empty() || !o.serve.empty()) {
+    spec.plugins = o.plugin.empty() ? std::vector<std::string>{} : std::vector<std::string>{o.plugin};
+    spec.exec = o.exec;
+    spec.serve = o.serve;
+  }
+  if (o.kernel_timeout) spec.timeout_s = *o.kernel_timeout;
+  const std::string label = name.substr(name.find(':') + 1);
+  if (name.rfind("plugin:", 0) == 0) {
+    for (const std::string& path : spec.plugins) {
+      const auto kernels = external::plugin_kernels(external::inspect_plugin(path, spec.timeout_s));
+      if (const KernelEntry* k = find_in(kernels, name, op, dt)) return *k;
+    }
+    throw std::invalid_argument(fmt::format("record names {} but no plugin given (--kernel LIB) or recorded provides it for {} {}",
+                                            name, op_name(op), dtype_info(dt).name));
+  }
+  const bool serve = name.rfind("serve:", 0) == 0;
+  const std::string& command = serve ? spec.serve : spec.exec;
+  if (command.empty())
+    throw std::invalid_argument(fmt::format("record names {}: give the command with {} 'CMD'", name, serve ? "--serve" : "--exec"));
+  const external::ExecSpec e{command, label, spec.timeout_s, spec.serve_startup_s};
+  return (serve ? external::serve_kernels(e, {op}, {dt}) : external::exec_kernels(e, {op}, {dt})).at(0);
+}
+
+nlohmann::json enclosure_json(const CertifiedValue& v) {
+  return {{"hi", hexfloat(v.hi)}, {"lo", hexfloat(v.lo)}, {"rad", hexfloat(v.rad)}, {"scale", v.scale},
+          {"rounded", hexfloat(v.rounded)}, {"rounding_decided", v.rounding_decided}};
+}
+
+}  // namespace
+
+KernelEntry replay_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o) {
+  const auto op = parse_op(rec.at("op").get<std::string>());
+  const auto storage = parse_dtype(rec.at("storage").get<std::string>());
+  if (!op || !storage) throw std::invalid_argument("record names an unknown op or dtype");
+  const std::string kernel = rec.at("kernel").get<std::string>();
+  if (is_external_kernel_name(kernel)) return external_kernel(report, kernel, *op, *storage, o);
+  const KernelEntry* k = find_kernel(*op, rec.at("variant").get<std::string>(), *storage);
+  if (!k || dtype_info(k->accum).name != rec.at("accum").get<std::string>())
+    throw std::invalid_argument("record names a kernel this build does not have");
+  return *k;
+}
+
+void dump_case(const std::string& dir, Op op, const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
+               const nlohmann::json& rec, const std::string& replay_command) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw std::invalid_argument("cannot create the dump directory '" + dir + "'");
+  external::CaseFiles files = external::write_case_files(dir, op, c, "normcheck-replay-v1");
+  nlohmann::json exact = nlohmann::json::object();
+  const std::pair<const char*, const std::vector<CertifiedValue>*> outputs[] = {
+      {"y", &ref.y}, {"dx", &ref.dx}, {"dgamma", &ref.dgamma}, {"dbeta", &ref.dbeta}};
+  for (const auto& [name, shape] : files.outputs) {
+    const std::vector<CertifiedValue>* values = nullptr;
+    for (const auto& [n, v] : outputs)
+      if (name == n) values = v;
+    if (!values) continue;
+    std::vector<double> rounded;
+    nlohmann::json enclosures = nlohmann::json::array();
+    for (const CertifiedValue& v : *values) {
+      rounded.push_back(v.rounded);
+      enclosures.push_back(enclosure_json(v));
+    }
+    external::write_npy((fs::path(dir) / ("expected_" + name + ".npy")).string(), c.dtype, shape, rounded);
+    exact[name] = enclosures;
+  }
+  files.manifest["record"] = {{"op", rec.at("op")}, {"kernel", rec.at("kernel")}, {"storage", rec.at("storage")},
+                              {"output", rec.at("output")}, {"property", rec.at("property")}};
+  files.manifest["worst_element"] = rec.at("worst_case").at("element");
+  files.manifest["expected"] = "expected_<output>.npy: the exact outputs correctly rounded to the dtype; exact.json: "
+                               "each output element's certified enclosure (value = (hi + lo) * 2^scale, |error| <= rad * 2^scale)";
+  files.manifest["replay"] = replay_command;
+  std::ofstream(fs::path(dir) / "manifest.json") << files.manifest.dump(1) << '\n';
+  std::ofstream f(fs::path(dir) / "exact.json");
+  f << nlohmann::json{{"precision_bits", ref.precision_bits}, {"certified_max_err_ulps", ref.max_err_ulps}, {"outputs", exact}}.dump(1)
+    << '\n';
+  if (!f) throw std::invalid_argument("cannot write exact.json in '" + dir + "'");
+}
+
+}  // namespace normcheck::cli

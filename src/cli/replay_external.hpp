@@ -1,0 +1,20 @@
+#pragma once
+/// Replay of external kernels' records (plugin, exec, serve) and the --dump of a replayed case.
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "oracles/certified_layernorm.hpp"
+
+namespace normcheck::cli {
+
+/// The kernel a per-op record names: built-in, or external through --kernel/--exec/--serve when given,
+/// else through what the report's config.external recorded. Throws std::invalid_argument with one line.
+KernelEntry replay_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o);
+
+/// Writes the case into `dir` for debugging in the user's own environment: manifest.json (the exec
+/// protocol's, plus the record and the worst element), the inputs as .npy, the correctly rounded exact
+/// outputs as expected_<output>.npy, and exact.json (every output's enclosure in hexfloat).
+void dump_case(const std::string& dir, Op op, const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
+               const nlohmann::json& rec, const std::string& replay_command);
+
+}  // namespace normcheck::cli
