@@ -7,7 +7,7 @@ packages=(
   libboost-dev libmpfr-dev libmpfi-dev libgmp-dev
   libeigen3-dev librapidcheck-dev nlohmann-json3-dev
   libcli11-dev libfmt-dev libgtest-dev
-  libonnx-testdata python3-jsonschema python3-numpy
+  libonnx-testdata python3-jsonschema python3-numpy python3-torch
   chromium
   libdnnl-dev ocl-icd-opencl-dev libtorch-dev
 )

@@ -2,9 +2,11 @@
  *
  * A kernel library exports one C function, normcheck_plugin_v1, returning a static description:
  * its ABI version, a name, a capability query and a run function. normcheck loads the library
- * with dlopen in a child process for every call (a crash or a hang is recorded as a failure of
- * the case; it never takes the harness down) and judges the outputs against its certified
- * oracles exactly as it judges its built-in kernels.
+ * with dlopen once per worker process (one per --threads; never in normcheck itself) and calls it
+ * there for many cases: a crash or a hang is recorded as a failure of the case and the worker is
+ * replaced; it never takes the harness down. The outputs are judged against normcheck's certified
+ * oracles exactly as its built-in kernels are. A plugin may keep state between calls (caches, a
+ * device context) but must not depend on it for its results.
  *
  * Tensors are row-major with explicit row strides (in elements). Storage formats:
  *   NC_F16   IEEE binary16 bit patterns (uint16_t)
