@@ -241,3 +241,53 @@ TEST(Replay, AFailedExternalCallReplaysAsAKernelFailure) {
   const nlohmann::json rec = record_with_case(dir / "r.json");
   EXPECT_EQ(rec.at("verdict"), "kernel_failure");
 }
+
+namespace {
+
+/// verdict per "<dtype> <kind> <output>" of a report's grouped_norm section.
+std::map<std::string, std::string> grouped_verdicts(const fs::path& report) {
+  std::map<std::string, std::string> v;
+  const auto j = load_json(report);
+  for (const auto& r : j.at("grouped_norm").at("records"))
+    v[r.at("storage").get<std::string>() + " " + r.at("kind").get<std::string>() + " " + r.at("output").get<std::string>()] =
+        r.at("verdict");
+  return v;
+}
+
+}  // namespace
+
+TEST(Serve, GroupedNormsAreJudgedThroughServeModeAndAWrongGroupCountIsCaught) {
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const fs::path out = scratch() / "serve_grouped.json";
+  const std::string server = kPython + " " + script("serve_numpy.py");
+  Outcome o = run_cli("run --serve '" + server + "' --exec-name numpy --ops grouped_norm --dtypes f32,f64 --out " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  auto v = grouped_verdicts(out);
+  EXPECT_EQ(v.size(), 2u * (7u + 4u + 4u));  // batch norm: y, dx, dgamma, dbeta, running stats, inference
+  for (const auto& [key, verdict] : v) EXPECT_EQ(verdict, "pass") << key;
+  EXPECT_EQ(load_json(out).at("grouped_norm").at("records").at(0).at("kernel"), "serve:numpy");
+  o = run_cli("run --serve '" + server + " --wrong-groups' --exec-name numpy --ops grouped_norm --dtypes f32 --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  v = grouped_verdicts(out);
+  EXPECT_EQ(v["f32 group_norm y"], "fail");  // statistics over one group instead of G
+  EXPECT_EQ(v["f32 group_norm dx"], "fail");
+  EXPECT_EQ(v["f32 batch_norm y"], "pass");
+  EXPECT_EQ(v["f32 instance_norm y"], "pass");
+}
+
+TEST(Serve, TorchInstanceNormBackwardIsWrongForChannelsLastGradients) {
+  if (!python_has("torch")) GTEST_SKIP() << "python3-torch absent";
+  // docs/findings-torch-serve.md: F.instance_norm's backward in torch 1.13 (CPU) returns wrong dx,
+  // dgamma and dbeta when the incoming gradient is channels-last strided (NHWC tensors) and the
+  // input is not; batch and group norm get the same gradients right.
+  const fs::path out = scratch() / "serve_torch_grouped.json";
+  const Outcome o = run_cli("run --serve '" + kPython + " " + script("serve_torch.py") +
+                            "' --exec-name torch --report-only --ops grouped_norm --dtypes f64 --out " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;  // report-only
+  auto v = grouped_verdicts(out);
+  EXPECT_EQ(v["f64 instance_norm dbeta"], "fail");
+  EXPECT_EQ(v["f64 instance_norm y"], "pass");
+  EXPECT_EQ(v["f64 group_norm dbeta"], "pass");
+  EXPECT_EQ(v["f64 batch_norm dbeta"], "pass");
+  EXPECT_EQ(v["f64 batch_norm running_var"], "pass");
+}

@@ -67,9 +67,57 @@ def round_to_bf16_bits(v):
     return sign | int(bits >> 16)
 
 
-def compute(case_dir, m, one_pass=False):
+def compute_grouped(case_dir, m, wrong_groups=False):
+    """Batch, group or instance norm (op grouped_norm, serve mode) on a tensor of any layout:
+    training-mode forward and backward, and for batch norm the running-statistic update (unbiased
+    variance) and the inference output from the statistics before the update. wrong_groups plants
+    the defect of normalizing a group norm over one group whatever G is."""
+    dtype, eps, kind = m["dtype"], float(m["eps"]), m["kind"]
+    path = lambda name: os.path.join(case_dir, m["inputs"][name])
+    out = lambda name: os.path.join(case_dir, m["outputs"][name])
+    shape, ca = m["shape"], m["channel_axis"]
+    to_ncs = lambda a: np.moveaxis(a.reshape(shape), ca, 1).reshape(shape[0], shape[ca], -1)
+    from_ncs = lambda a: np.moveaxis(a.reshape([shape[0], shape[ca]] + [s for i, s in enumerate(shape) if i not in (0, ca)]), 1, ca)
+    x, dy = to_ncs(load(path("x"), dtype)), to_ncs(load(path("dy"), dtype))
+    g, b = load(path("gamma"), dtype)[None, :, None], load(path("beta"), dtype)[None, :, None]
+    n, c, s = x.shape
+    if kind == "group_norm":
+        groups = 1 if wrong_groups else int(m["groups"])
+        view, axes = (lambda a: a.reshape(n, groups, c // groups, s)), (2, 3)
+    elif kind == "batch_norm":
+        view, axes = (lambda a: a), (0, 2)
+    elif kind == "instance_norm":
+        view, axes = (lambda a: a), (2,)
+    else:
+        raise Unsupported(kind)
+    xv = view(x)
+    mean = xv.mean(axis=axes, keepdims=True)
+    var = ((xv - mean) ** 2).mean(axis=axes, keepdims=True)
+    r = 1.0 / np.sqrt(var + eps)
+    z = ((xv - mean) * r).reshape(n, c, s)
+    store(out("y"), from_ncs(z * g + b), dtype)
+    dz = view(dy * g)
+    zv = view(z)
+    dx = r * (dz - dz.mean(axis=axes, keepdims=True) - zv * (dz * zv).mean(axis=axes, keepdims=True))
+    store(out("dx"), from_ncs(dx.reshape(n, c, s)), dtype)
+    store(out("dgamma"), (dy * z).sum(axis=(0, 2)), dtype)
+    store(out("dbeta"), dy.sum(axis=(0, 2)), dtype)
+    if kind != "batch_norm":
+        return
+    k = n * s
+    mom = float(m["momentum"])
+    rm, rv = load(path("running_mean"), dtype), load(path("running_var"), dtype)
+    store(out("running_mean"), (1 - mom) * rm + mom * mean.reshape(c), dtype)
+    store(out("running_var"), (1 - mom) * rv + mom * var.reshape(c) * k / (k - 1), dtype)
+    yi = (x - rm[None, :, None]) / np.sqrt(rv[None, :, None] + eps) * g + b
+    store(out("y_inference"), from_ncs(yi), dtype)
+
+
+def compute(case_dir, m, one_pass=False, wrong_groups=False):
     """Reads the inputs the manifest m names in case_dir and writes its outputs there."""
     dtype, op, eps = m["dtype"], m["op"], float(m["eps"])
+    if op == "grouped_norm":
+        return compute_grouped(case_dir, m, wrong_groups)
     if not op.startswith(("layernorm_", "rmsnorm_")):
         raise Unsupported(op)
     path = lambda name: os.path.join(case_dir, m["inputs"][name])

@@ -1,8 +1,11 @@
 #!/usr/bin/python3
 """A serve-mode kernel for normcheck driven through PyTorch (Debian's python3-torch): what
-torch.nn.functional.layer_norm computes forward and backward (autograd) in the storage dtype, and
-RMSNorm composed from torch ops as models write it, x * rsqrt(mean(x^2) + eps) * g. f32, bf16 and
-f64 on the CPU (f16 LayerNorm is not implemented on the CPU in torch 1.13: unsupported).
+torch.nn.functional.layer_norm computes forward and backward (autograd) in the storage dtype,
+RMSNorm composed from torch ops as models write it, x * rsqrt(mean(x^2) + eps) * g, and the grouped
+norms of the grouped suite (op grouped_norm): F.batch_norm (training forward and backward, the
+running-statistic update, inference from the statistics before it), F.group_norm and
+F.instance_norm, on NCHW, NHWC and (N, L, C) tensors. f32, bf16 and f64 on the CPU; what torch
+1.13 does not implement on the CPU (f16, some bf16 ops) answers "unsupported".
 
     normcheck run --serve "/usr/bin/python3 /path/to/normcheck/scripts/serve_torch.py" \\
         --exec-name torch --report-only
@@ -38,10 +41,47 @@ def store(path, t, dtype):
         np.save(path, t.numpy())
 
 
+def grouped(d, m):
+    """Batch, group or instance norm on a tensor whose channel axis is m["channel_axis"]."""
+    dtype, eps, kind, ca = m["dtype"], float(m["eps"]), m["kind"], m["channel_axis"]
+    path = lambda name: os.path.join(d, m["inputs"][name])
+    out = lambda name: os.path.join(d, m["outputs"][name])
+    shape = m["shape"]
+    x = load(path("x"), dtype).reshape(shape).movedim(ca, 1).contiguous().requires_grad_(True)
+    dy = load(path("dy"), dtype).reshape(shape).movedim(ca, 1)
+    g = load(path("gamma"), dtype).requires_grad_(True)
+    b = load(path("beta"), dtype).requires_grad_(True)
+    back = lambda t: t.detach().movedim(1, ca)
+    if kind == "group_norm":
+        y = torch.nn.functional.group_norm(x, int(m["groups"]), g, b, eps)
+    elif kind == "instance_norm":
+        y = torch.nn.functional.instance_norm(x, weight=g, bias=b, eps=eps)
+    elif kind == "batch_norm":
+        rm, rv = load(path("running_mean"), dtype), load(path("running_var"), dtype)
+        rm0, rv0 = rm.clone(), rv.clone()
+        y = torch.nn.functional.batch_norm(x, rm, rv, g, b, training=True, momentum=float(m["momentum"]), eps=eps)
+        with torch.no_grad():
+            yi = torch.nn.functional.batch_norm(x, rm0, rv0, g, b, training=False, eps=eps)
+        store(out("running_mean"), rm, dtype)
+        store(out("running_var"), rv, dtype)
+        store(out("y_inference"), back(yi), dtype)
+    else:
+        raise Unsupported(kind)
+    y.backward(dy)
+    store(out("y"), back(y), dtype)
+    store(out("dx"), back(x.grad), dtype)
+    store(out("dgamma"), g.grad, dtype)
+    store(out("dbeta"), b.grad, dtype)
+
+
 def compute(d, m):
     dtype, op, eps = m["dtype"], m["op"], float(m["eps"])
-    if dtype not in DTYPES or not op.startswith(("layernorm_", "rmsnorm_")):
+    if dtype not in DTYPES:
         raise Unsupported(f"{op} in {dtype}")
+    if op == "grouped_norm":
+        return grouped(d, m)
+    if not op.startswith(("layernorm_", "rmsnorm_")):
+        raise Unsupported(op)
     path = lambda name: os.path.join(d, m["inputs"][name])
     out = lambda name: os.path.join(d, m["outputs"][name])
     backward = op.endswith("backward")
@@ -73,6 +113,8 @@ def main():
             reply = {"status": "ok"}
         except Unsupported as e:
             reply = {"status": "unsupported", "message": str(e)}
+        except RuntimeError as e:  # "... not implemented for 'BFloat16'": the op is missing, not wrong
+            reply = {"status": "unsupported" if "not implemented for" in str(e) else "error", "message": str(e)}
         except Exception as e:
             reply = {"status": "error", "message": f"{type(e).__name__}: {e}"}
         print(json.dumps(reply), flush=True)

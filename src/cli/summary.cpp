@@ -142,6 +142,11 @@ void print_grouped_summary(const GroupedSuiteResult& r) {
                                     audit::kind_name(rec.kind), rec.output, rec.cases, rec.acc.count(), rec.acc.max_ulp(),
                                     rec.acc.rms_ulp(), std::max(0.0, rec.acc.max_bound_ratio()), rec.acc.bound_violations())
                             .c_str());
+  for (const GroupedRecord& rec : r.records)
+    if (rec.kernel_failures > 0)
+      std::printf("kernel failure: %s %s %s, %lld calls failed (no outputs to judge); first: %s\n", dtype_info(rec.storage).name.data(),
+                  std::string(audit::kind_name(rec.kind)).c_str(), rec.output.c_str(), static_cast<long long>(rec.kernel_failures),
+                  rec.first_kernel_failure.c_str());
 }
 
 void print_audit_summary(const std::vector<audit::AuditRecord>& records) {

@@ -39,7 +39,7 @@ CaseFiles write_case_files(const std::filesystem::path& dir, Op op, const LayerN
       {"format", format},
       {"op", std::string(op_name(op))},
       {"dtype", std::string(dtype_info(c.dtype).name)},
-      {"npy_dtype", c.dtype == DType::bf16 ? "<u2 (bfloat16 bit patterns)" : c.dtype == DType::f16 ? "<f2" : c.dtype == DType::f32 ? "<f4" : "<f8"},
+      {"npy_dtype", npy_dtype_label(c.dtype)},
       {"rows", c.rows},
       {"n", c.n},
       {"eps", c.eps},
@@ -70,6 +70,10 @@ KernelOutputs read_case_outputs(const std::filesystem::path& dir, const CaseFile
     out.failure = who + " output: " + e.what();
   }
   return out;
+}
+
+std::string npy_dtype_label(DType d) {
+  return d == DType::bf16 ? "<u2 (bfloat16 bit patterns)" : d == DType::f16 ? "<f2" : d == DType::f32 ? "<f4" : "<f8";
 }
 
 std::string last_line(const std::filesystem::path& p) {

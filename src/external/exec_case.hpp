@@ -27,6 +27,9 @@ CaseFiles write_case_files(const std::filesystem::path& dir, Op op, const LayerN
 KernelOutputs read_case_outputs(const std::filesystem::path& dir, const CaseFiles& files, DType dtype,
                                 const std::string& who);
 
+/// The manifests' "npy_dtype" text of a dtype ("<f4"; bf16 as "<u2 (bfloat16 bit patterns)").
+std::string npy_dtype_label(DType d);
+
 /// ": <last non-blank line of the file>" (at most 200 characters), or "".
 std::string last_line(const std::filesystem::path& p);
 

@@ -1,15 +1,16 @@
 // Serve mode of the exec protocol: one long-running command per worker thread, a JSON request line
 // per call on its stdin, a JSON reply line on its stdout; the tensors as .npy files in the worker's
 // private (0700) directory. docs/plugins.md, "Serve mode".
+#include "external/serve.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "external/child_process.hpp"
-#include "external/exec.hpp"
 #include "external/exec_case.hpp"
+#include "external/npy.hpp"
 #include "external/worker_pool.hpp"
 
 namespace normcheck::external {
@@ -17,6 +18,15 @@ namespace {
 
 constexpr size_t kMaxLine = 1 << 20;
 constexpr const char* kFormat = "normcheck-serve-v1";
+
+/// "<name>.npy", or "<name>_out.npy" when an input has the name (batch norm's running statistics).
+std::string output_file(const FileCall& c, const std::string& name) {
+  for (const NamedTensor& t : c.inputs)
+    if (t.name == name) return name + "_out.npy";
+  return name + ".npy";
+}
+
+}  // namespace
 
 class ServeWorker {
  public:
@@ -29,17 +39,26 @@ class ServeWorker {
   ServeWorker& operator=(const ServeWorker&) = delete;
   bool healthy() const { return healthy_; }
 
-  KernelOutputs call(Op op, const LayerNormCase& c) {
-    KernelOutputs out;
+  FileCallResult call(const FileCall& c) {
+    FileCallResult out;
     if (!started_)
       if (std::string e = start(); !e.empty()) return failed(out, e);
-    CaseFiles files;
+    nlohmann::json request = c.manifest;
     try {
-      files = write_case_files(dir_.path, op, c, kFormat);
+      request["inputs"] = write_inputs(c);
     } catch (const std::exception& e) {
       return failed(out, std::string("serve: cannot write the case: ") + e.what());
     }
-    nlohmann::json request = files.manifest;
+    nlohmann::json names = nlohmann::json::object();
+    std::error_code ec;
+    for (const auto& [name, shape] : c.outputs) {
+      names[name] = output_file(c, name);
+      std::filesystem::remove(dir_.path / output_file(c, name), ec);  // never read a previous call's output
+    }
+    request["format"] = kFormat;
+    request["dtype"] = std::string(dtype_info(c.dtype).name);
+    request["npy_dtype"] = npy_dtype_label(c.dtype);
+    request["outputs"] = names;
     request["dir"] = dir_.path.string();
     request["call"] = ++calls_;
     nlohmann::json reply;
@@ -49,15 +68,30 @@ class ServeWorker {
       out.skipped = true;
       return out;
     }
-    if (status != "ok") {
+    if (status != "ok") {  // the process answered: it stays
       out.failure = "serve command: " + (status == "error" ? reply.value("message", std::string("error without a message"))
-                                                            : "reply without status ok, unsupported or error: " + reply.dump().substr(0, 200));
-      return out;  // the process answered: it stays
+                                                           : "reply without status ok, unsupported or error: " + reply.dump().substr(0, 200));
+      return out;
     }
-    return read_case_outputs(dir_.path, files, c.dtype, "serve");
+    try {
+      for (const auto& [name, shape] : c.outputs) out.outputs[name] = read_npy(dir_.path / output_file(c, name), c.dtype, shape);
+    } catch (const std::exception& e) {
+      out.outputs.clear();
+      out.failure = std::string("serve output: ") + e.what();
+    }
+    return out;
   }
 
  private:
+  nlohmann::json write_inputs(const FileCall& c) {
+    nlohmann::json names = nlohmann::json::object();
+    for (const NamedTensor& t : c.inputs) {
+      write_npy(dir_.path / (t.name + ".npy"), c.dtype, t.shape, *t.values);
+      names[t.name] = t.name + ".npy";
+    }
+    return names;
+  }
+
   std::string start() {
     started_ = true;
     dir_.path = make_private_dir("serve");
@@ -108,11 +142,11 @@ class ServeWorker {
     return "";
   }
 
-  KernelOutputs& failed(KernelOutputs& out, std::string why) {
+  FileCallResult& failed(FileCallResult& out, std::string why) {
     healthy_ = false;
     close_fds();
     child_.kill_group();
-    out = KernelOutputs{};
+    out = FileCallResult{};
     out.failure = std::move(why);
     return out;
   }
@@ -132,20 +166,64 @@ class ServeWorker {
   bool started_ = false, healthy_ = true;
 };
 
+struct ServePool::Impl {
+  explicit Impl(ExecSpec spec) : pool([spec] { return std::make_unique<ServeWorker>(spec); }) {}
+  WorkerPool<ServeWorker> pool;
+};
+
+ServePool::ServePool(ExecSpec spec) : impl_(std::make_unique<Impl>(std::move(spec))) {}
+ServePool::~ServePool() = default;
+
+FileCallResult ServePool::call(const FileCall& c) {
+  std::unique_ptr<ServeWorker> w = impl_->pool.acquire();
+  FileCallResult r = w->call(c);
+  impl_->pool.release(std::move(w));
+  return r;
+}
+
+namespace {
+
+/// A LayerNorm/RMSNorm case as a file call (the exec manifest's fields).
+FileCall layernorm_call(Op op, const LayerNormCase& c) {
+  const std::vector<int64_t> mat{c.rows, c.n}, vec{c.n};
+  FileCall call;
+  call.dtype = c.dtype;
+  call.manifest = {{"op", std::string(op_name(op))}, {"rows", c.rows}, {"n", c.n}, {"eps", c.eps},
+                   {"eps_hex", fmt::format("{:a}", c.eps)}, {"unsupported_exit_status", kUnsupportedExit}};
+  call.inputs = {{"x", mat, &c.x}, {"gamma", vec, &c.gamma}};
+  if (!is_rmsnorm(op)) call.inputs.push_back({"beta", vec, &c.beta});
+  if (is_backward(op)) {
+    call.inputs.push_back({"dy", mat, &c.dy});
+    call.outputs = {{"dx", mat}, {"dgamma", vec}};
+    if (!is_rmsnorm(op)) call.outputs.push_back({"dbeta", vec});
+  } else {
+    call.outputs = {{"y", mat}};
+  }
+  return call;
+}
+
+KernelOutputs kernel_outputs(FileCallResult r) {
+  KernelOutputs out;
+  out.failure = std::move(r.failure);
+  out.skipped = r.skipped;
+  for (auto& [name, v] : r.outputs) {
+    if (name == "y") out.y = std::move(v);
+    if (name == "dx") out.dx = std::move(v);
+    if (name == "dgamma") out.dgamma = std::move(v);
+    if (name == "dbeta") out.dbeta = std::move(v);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<KernelEntry> serve_kernels(const ExecSpec& spec, const std::vector<Op>& ops, const std::vector<DType>& dtypes) {
-  auto pool = std::make_shared<WorkerPool<ServeWorker>>([spec] { return std::make_unique<ServeWorker>(spec); });
+  auto pool = std::make_shared<ServePool>(spec);
   std::vector<KernelEntry> out;
   for (Op op : ops)
     for (DType dt : dtypes)
       out.push_back({"serve:" + spec.name, spec.name, op, dt, dtype_info(dt).default_accum, false,
-                     [pool, op](const LayerNormCase& c) {
-                       std::unique_ptr<ServeWorker> w = pool->acquire();
-                       KernelOutputs r = w->call(op, c);
-                       pool->release(std::move(w));
-                       return r;
-                     }});
+                     [pool, op](const LayerNormCase& c) { return kernel_outputs(pool->call(layernorm_call(op, c))); }});
   return out;
 }
 

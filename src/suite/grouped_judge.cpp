@@ -19,7 +19,9 @@ GroupedOutputs run_as(const GroupedNormCase& c, const oracle::GroupedNormLayout&
   std::vector<A> means, vars;
   kernels::grouped_norm_forward<S, A>(plan, x.data(), g.data(), b.data(), c.eps, y.data(), &means, &vars);
   kernels::grouped_norm_backward<S, A>(plan, x.data(), g.data(), dy.data(), c.eps, l.channels, dx.data(), dg.data(), db.data());
-  GroupedOutputs out{{"y", "dx", "dgamma", "dbeta"}, {to_double(y), to_double(dx), to_double(dg), to_double(db)}};
+  GroupedOutputs out;
+  out.names = {"y", "dx", "dgamma", "dbeta"};
+  out.values = {to_double(y), to_double(dx), to_double(dg), to_double(db)};
   if (!l.batch_norm) return out;
   const int64_t n = static_cast<int64_t>(x.size()) / l.channels;  // entries per channel
   const auto inference_rm = rm, inference_rv = rv;  // inference uses the statistics before the step
@@ -78,10 +80,27 @@ GroupedOutputs run_grouped_kernel(const GroupedNormCase& c, bool unbiased_runnin
   return out;
 }
 
+std::vector<std::string> grouped_output_names(const GroupedNormCase& c) {
+  std::vector<std::string> names = {"y", "dx", "dgamma", "dbeta"};
+  if (c.spec.kind == audit::NormKind::batch_norm) names.insert(names.end(), {"running_mean", "running_var", "y_inference"});
+  return names;
+}
+
 GroupedJudgement judge_grouped(const GroupedNormCase& c, const GroupedOutputs& got) {
   const oracle::GroupedNormLayout l = grouped_layout(c);
   GroupedJudgement j;
+  if (got.skipped) return j;
   j.reference = oracle::certified_grouped_norm(c, l, true);
+  if (!got.failure.empty()) {  // every output of the case fails, with the reason
+    for (const std::string& name : grouped_output_names(c)) {
+      OutputJudgement o;
+      o.output = name;
+      o.failed = true;
+      o.kernel_failure = got.failure;
+      j.outputs.push_back(std::move(o));
+    }
+    return j;
+  }
   const GroupedBound b = grouped_norm_bound(c, l, j.reference, dtype_info(c.dtype).default_accum, true);
   for (size_t i = 0; i < got.names.size(); ++i)
     j.outputs.push_back(judge_tensor(got.names[i], got.values[i], reference_named(j.reference, got.names[i]),

@@ -20,7 +20,13 @@ oracle::GroupedNormLayout grouped_layout(const GroupedNormCase& c);
 struct GroupedOutputs {
   std::vector<std::string> names;
   std::vector<std::vector<double>> values;
+  std::string failure;   ///< an external kernel crashed, hung or errored (no values)
+  bool skipped = false;  ///< an external kernel declined the call: not judged
 };
+
+/// The outputs a grouped kernel must produce for the case's kind (batch norm adds the running
+/// statistics and the inference output).
+std::vector<std::string> grouped_output_names(const GroupedNormCase& c);
 GroupedOutputs run_grouped_kernel(const GroupedNormCase& c, bool unbiased_running_var = true);
 
 struct GroupedJudgement {

@@ -1,0 +1,53 @@
+#pragma once
+/// Serve mode's worker processes (docs/plugins.md, "Serve mode"), for any op that travels as .npy
+/// files: a call names its manifest fields, input tensors and expected outputs; a pool hands each
+/// calling thread its own long-running process.
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.hpp"
+#include "external/exec.hpp"
+
+namespace normcheck::external {
+
+struct NamedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  const std::vector<double>* values;
+};
+
+/// One call as files: the request line is `manifest` plus "format", "dtype", "npy_dtype", "dir",
+/// "call", "inputs" and "outputs" (file names).
+struct FileCall {
+  nlohmann::json manifest;
+  DType dtype = DType::f32;
+  std::vector<NamedTensor> inputs;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> outputs;
+};
+
+struct FileCallResult {
+  std::string failure;  ///< the call failed (crash, hang, protocol, error reply, missing or malformed output)
+  bool skipped = false;  ///< the command answered "unsupported"
+  std::map<std::string, std::vector<double>> outputs;
+};
+
+class ServeWorker;
+
+/// One long-running process per calling thread, replaced when it fails.
+class ServePool {
+ public:
+  explicit ServePool(ExecSpec spec);
+  ~ServePool();
+  FileCallResult call(const FileCall& c);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace normcheck::external
