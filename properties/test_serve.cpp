@@ -198,6 +198,19 @@ TEST(Replay, ExternalRecordsReplayAsPrintedForEveryKernelKind) {
     EXPECT_EQ(o.exit_code, 0) << kind << o.out << o.err;
     EXPECT_NE(o.out.find("replay reproduces the recorded worst element"), std::string::npos) << kind << o.out << o.err;
   }
+  if (!python_has("numpy")) return;
+  // a served block kernel's record, replayed through the recorded command and block form
+  const Outcome run = run_shell("cd " + dir.string() + " && " + NORMCHECK_BINARY + " run --serve '" + kPython + " " +
+                                script("serve_numpy.py") + " --bias-in-correction' --ops linear_rmsnorm --block-form deferred "
+                                "--dtypes f32 --block-generators normal --block-cases 2 --out b.json");
+  ASSERT_EQ(run.exit_code, 1) << run.out << run.err;
+  const auto j = load_json(dir / "b.json");
+  for (const auto& r : j.at("rms_block").at("records"))
+    if (r.at("output") == "dx") {
+      const Outcome o = run_printed_replay(r, dir);
+      EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+      EXPECT_NE(o.out.find("replay reproduces the recorded worst element"), std::string::npos) << o.out << o.err;
+    }
 }
 
 TEST(Replay, DumpWritesTheCaseAndTheExactOutputsForTheUsersOwnDebugger) {
@@ -290,4 +303,36 @@ TEST(Serve, TorchInstanceNormBackwardIsWrongForChannelsLastGradients) {
   EXPECT_EQ(v["f64 group_norm dbeta"], "pass");
   EXPECT_EQ(v["f64 batch_norm dbeta"], "pass");
   EXPECT_EQ(v["f64 batch_norm running_var"], "pass");
+}
+
+TEST(Serve, ABlockKernelIsJudgedThroughServeModeAndAWrongDeferredCorrectionIsCaught) {
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const fs::path out = scratch() / "serve_block.json";
+  const std::string server = kPython + " " + script("serve_numpy.py");
+  const auto verdicts = [&]() {
+    std::map<std::string, std::string> v;
+    const auto j = load_json(out);
+    for (const auto& r : j.at("rms_block").at("records")) {
+      EXPECT_EQ(r.at("kernel"), "serve:numpy");
+      v[r.at("property").get<std::string>() + " " + r.at("output").get<std::string>()] = r.at("verdict");
+    }
+    return v;
+  };
+  Outcome o = run_cli("run --serve '" + server + "' --exec-name numpy --ops linear_rmsnorm --block-form deferred --dtypes bf16,f32 --out " +
+                      out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  for (const auto& [key, verdict] : verdicts()) EXPECT_EQ(verdict, "pass") << key;
+  // <dy, y> instead of <dy, y - b>: dx is wrong wherever the block has a bias
+  o = run_cli("run --serve '" + server + " --bias-in-correction' --exec-name numpy --ops linear_rmsnorm --block-form deferred "
+              "--dtypes f32 --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  auto v = verdicts();
+  EXPECT_EQ(v["accuracy/normal dx"], "fail");
+  EXPECT_EQ(v["accuracy/no_bias dx"], "pass");  // b = 0: the defect is invisible, and not a false alarm
+  EXPECT_EQ(v["accuracy/normal y"], "pass");
+  EXPECT_EQ(v["accuracy/normal dw"], "pass");
+  // the form is the user's statement: without it the bound is unknown
+  o = run_cli("run --serve '" + server + "' --ops linear_rmsnorm");
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--block-form"), std::string::npos) << o.err;
 }

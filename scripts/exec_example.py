@@ -113,11 +113,35 @@ def compute_grouped(case_dir, m, wrong_groups=False):
     store(out("y_inference"), from_ncs(yi), dtype)
 
 
-def compute(case_dir, m, one_pass=False, wrong_groups=False):
+def compute_block(case_dir, m, bias_in_correction=False):
+    """The Linear o RMSNorm block y = W (g * x r) + b (op linear_rmsnorm, serve mode) in the fused
+    deferred form: y = r (W diag(g) x) + b, dx = r (diag(g) W^T dy) - (r^2/n) <dy, y - b> x,
+    dW = dy^T (g * x r), dg_j = sum_k W_kj sum_i r_i dy_ik x_ij; in float64, rounded once.
+    bias_in_correction plants the defect <dy, y> for <dy, y - b>."""
+    dtype, eps = m["dtype"], float(m["eps"])
+    path = lambda name: os.path.join(case_dir, m["inputs"][name])
+    out = lambda name: os.path.join(case_dir, m["outputs"][name])
+    x, g, w, dy = (load(path(k), dtype) for k in ("x", "g", "w", "dy"))
+    b = load(path("b"), dtype) if "b" in m["inputs"] else np.zeros(w.shape[0])
+    n = x.shape[1]
+    r = 1.0 / np.sqrt((x * x).mean(axis=1, keepdims=True) + eps)
+    pre = r * ((x * g) @ w.T)
+    y = pre + b
+    store(out("y"), y, dtype)
+    corr = (dy * (y if bias_in_correction else pre)).sum(axis=1, keepdims=True)
+    dx = r * ((dy @ w) * g) - (r * r / n) * corr * x
+    store(out("dx"), dx, dtype)
+    store(out("dw"), dy.T @ (g * x * r), dtype)
+    store(out("dg"), (w * ((r * dy).T @ x)).sum(axis=0), dtype)
+
+
+def compute(case_dir, m, one_pass=False, wrong_groups=False, bias_in_correction=False):
     """Reads the inputs the manifest m names in case_dir and writes its outputs there."""
     dtype, op, eps = m["dtype"], m["op"], float(m["eps"])
     if op == "grouped_norm":
         return compute_grouped(case_dir, m, wrong_groups)
+    if op == "linear_rmsnorm":
+        return compute_block(case_dir, m, bias_in_correction)
     if not op.startswith(("layernorm_", "rmsnorm_")):
         raise Unsupported(op)
     path = lambda name: os.path.join(case_dir, m["inputs"][name])

@@ -7,9 +7,11 @@ scripts/exec_example.py as one long-running process per normcheck worker thread.
 Protocol: print {"ready": true} once started; then for every JSON request line on stdin (the exec
 manifest plus "dir", the private folder holding the input .npy files) write the outputs into "dir"
 and answer one JSON line {"status": "ok" | "unsupported" | "error", "message": "..."} on stdout.
-Diagnostics go to stderr, never stdout. Ops: layernorm/rmsnorm forward and backward, and
-grouped_norm (batch, group and instance norm on any layout). --one-pass plants the textbook
-E[x^2]-E[x]^2 variance; --wrong-groups plants a group norm over one group whatever G is.
+Diagnostics go to stderr, never stdout. Ops: layernorm/rmsnorm forward and backward, grouped_norm
+(batch, group and instance norm on any layout) and linear_rmsnorm (the Linear o RMSNorm block in
+its fused deferred form: run with --block-form deferred). --one-pass plants the textbook
+E[x^2]-E[x]^2 variance; --wrong-groups plants a group norm over one group whatever G is;
+--bias-in-correction plants <dy, y> for <dy, y - b> in the deferred backward.
 """
 import json
 import os
@@ -22,11 +24,12 @@ import exec_example  # noqa: E402
 def main():
     one_pass = "--one-pass" in sys.argv[1:]
     wrong_groups = "--wrong-groups" in sys.argv[1:]
+    bias_in_correction = "--bias-in-correction" in sys.argv[1:]
     print(json.dumps({"ready": True, "name": "numpy"}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            exec_example.compute(request["dir"], request, one_pass, wrong_groups)
+            exec_example.compute(request["dir"], request, one_pass, wrong_groups, bias_in_correction)
             reply = {"status": "ok"}
         except exec_example.Unsupported as e:
             reply = {"status": "unsupported", "message": str(e)}

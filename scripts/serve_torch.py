@@ -4,7 +4,8 @@ torch.nn.functional.layer_norm computes forward and backward (autograd) in the s
 RMSNorm composed from torch ops as models write it, x * rsqrt(mean(x^2) + eps) * g, and the grouped
 norms of the grouped suite (op grouped_norm): F.batch_norm (training forward and backward, the
 running-statistic update, inference from the statistics before it), F.group_norm and
-F.instance_norm, on NCHW, NHWC and (N, L, C) tensors. f32, bf16 and f64 on the CPU; what torch
+F.instance_norm, on NCHW, NHWC and (N, L, C) tensors, and the Linear o RMSNorm block composed from
+RMSNorm and F.linear (op linear_rmsnorm, --block-form composed). f32, bf16 and f64 on the CPU; what torch
 1.13 does not implement on the CPU (f16, some bf16 ops) answers "unsupported".
 
     normcheck run --serve "/usr/bin/python3 /path/to/normcheck/scripts/serve_torch.py" \\
@@ -74,12 +75,31 @@ def grouped(d, m):
     store(out("dbeta"), b.grad, dtype)
 
 
+def block(d, m):
+    """The Linear o RMSNorm block as a model composes it: F.linear(RMSNorm(x) * g, W, b), autograd
+    backward, every op in the storage dtype (the composed form: run with --block-form composed)."""
+    dtype, eps = m["dtype"], float(m["eps"])
+    path = lambda name: os.path.join(d, m["inputs"][name])
+    out = lambda name: os.path.join(d, m["outputs"][name])
+    x, g, w = (load(path(k), dtype).requires_grad_(True) for k in ("x", "g", "w"))
+    b = load(path("b"), dtype) if "b" in m["inputs"] else None
+    u = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g
+    y = torch.nn.functional.linear(u, w, b)
+    y.backward(load(path("dy"), dtype))
+    store(out("y"), y, dtype)
+    store(out("dx"), x.grad, dtype)
+    store(out("dw"), w.grad, dtype)
+    store(out("dg"), g.grad, dtype)
+
+
 def compute(d, m):
     dtype, op, eps = m["dtype"], m["op"], float(m["eps"])
     if dtype not in DTYPES:
         raise Unsupported(f"{op} in {dtype}")
     if op == "grouped_norm":
         return grouped(d, m)
+    if op == "linear_rmsnorm":
+        return block(d, m)
     if not op.startswith(("layernorm_", "rmsnorm_")):
         raise Unsupported(op)
     path = lambda name: os.path.join(d, m["inputs"][name])

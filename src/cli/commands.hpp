@@ -27,6 +27,7 @@ struct RunOptions {
   std::string exec, exec_name = "exec";  ///< --exec: a command implementing the exec protocol
   std::string serve;                 ///< --serve: a long-running command speaking the serve protocol
   double serve_startup_timeout = 120;  ///< seconds until a serve command's ready line
+  std::string block_form;            ///< --block-form: composed or deferred, what a served linear_rmsnorm kernel computes
   bool report_only = false;          ///< external kernels are measured, not judged (third-party libraries)
   int threads = 1;
   std::string out = "reports/latest.json";

@@ -39,6 +39,9 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
   run.add_option("--serve", o.serve,
                  "a long-running command speaking the serve protocol (one per thread; docs/plugins.md), judged instead of the built-ins");
   run.add_option("--serve-startup-timeout", o.serve_startup_timeout, "seconds until a serve command prints its ready line (default 120)");
+  run.add_option("--block-form", o.block_form,
+                 "with --serve and --ops linear_rmsnorm: the form the served block kernel computes, composed or deferred "
+                 "(chooses its bound, docs/bounds.md section 11)");
   run.add_option("--exec-name", o.exec_name, "name of the exec or serve kernel in the report (default exec)");
   run.add_option("--kernel-timeout", o.kernel_timeout, "seconds per plugin or exec call before it counts as hung (default 10)");
   run.add_option("--seed", o.seed, "run seed (default: the suite's)");

@@ -61,10 +61,12 @@ RmsBlockCase block_case_of(const nlohmann::json& wc, DType dtype) {
   return c;
 }
 
-const BlockKernelEntry& block_kernel_for(const nlohmann::json& rec) {
+BlockKernelEntry block_kernel_for(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o) {
   const auto storage = parse_dtype(rec.at("storage").get<std::string>());
+  if (!storage) throw std::invalid_argument("block record names an unknown dtype");
+  if (rec.contains("kernel") && rec.at("kernel").get<std::string>() != "builtin") return replay_block_kernel(report, rec, *storage, o);
   for (const BlockKernelEntry& k : builtin_block_kernels())
-    if (storage && k.storage == *storage && k.variant == rec.at("variant").get<std::string>() &&
+    if (k.storage == *storage && k.variant == rec.at("variant").get<std::string>() &&
         dtype_info(k.accum).name == rec.at("accum").get<std::string>())
       return k;
   throw std::invalid_argument("block record names a kernel this build does not have");
@@ -83,6 +85,7 @@ int report_replay(const WorstElement& w, const nlohmann::json& recorded, int64_t
 int replay_block_record(const ReplayOptions& o) {
   nlohmann::json rec;
   RmsBlockCase c;
+  std::optional<BlockKernelEntry> kernel;
   const BlockKernelEntry* k = nullptr;
   try {
     const nlohmann::json report = read_json_file(o.report);
@@ -93,7 +96,8 @@ int replay_block_record(const ReplayOptions& o) {
       throw std::invalid_argument(fmt::format("block record {} out of range (report has {})", *o.block_record, records.size()));
     rec = records.at(static_cast<size_t>(*o.block_record));
     if (rec.at("worst_case").is_null()) throw std::invalid_argument("block record has no worst case (no case ran)");
-    k = &block_kernel_for(rec);
+    kernel = block_kernel_for(report, rec, o);
+    k = &*kernel;
     c = block_case_of(rec.at("worst_case"), k->storage);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());

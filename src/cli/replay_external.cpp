@@ -10,6 +10,7 @@
 #include "external/exec_case.hpp"
 #include "external/npy.hpp"
 #include "external/plugin.hpp"
+#include "external/serve_block.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
 
@@ -54,6 +55,15 @@ nlohmann::json enclosure_json(const CertifiedValue& v) {
 }
 
 }  // namespace
+
+BlockKernelEntry replay_block_kernel(const nlohmann::json& report, const nlohmann::json& rec, DType dtype, const ReplayOptions& o) {
+  const ExternalSpecs spec = config_from_report(report).external;
+  const std::string command = o.serve.empty() ? spec.serve : o.serve;
+  if (command.empty() || spec.block_form.empty())
+    throw std::invalid_argument("block record names " + rec.at("kernel").get<std::string>() + ": give the command with --serve 'CMD'");
+  const external::ExecSpec e{command, rec.at("variant").get<std::string>(), o.kernel_timeout.value_or(spec.timeout_s), spec.serve_startup_s};
+  return external::serve_block_kernels(e, spec.block_form, {dtype}).at(0);
+}
 
 KernelEntry replay_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o) {
   const auto op = parse_op(rec.at("op").get<std::string>());

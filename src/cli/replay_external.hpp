@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "kernels/block_registry.hpp"
 #include "oracles/certified_layernorm.hpp"
 
 namespace normcheck::cli {
@@ -10,6 +11,10 @@ namespace normcheck::cli {
 /// The kernel a per-op record names: built-in, or external through --kernel/--exec/--serve when given,
 /// else through what the report's config.external recorded. Throws std::invalid_argument with one line.
 KernelEntry replay_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o);
+
+/// The served block kernel an external block record names (--serve, else the report's
+/// config.external with its block form). Throws std::invalid_argument with one line.
+BlockKernelEntry replay_block_kernel(const nlohmann::json& report, const nlohmann::json& rec, DType dtype, const ReplayOptions& o);
 
 /// Writes the case into `dir` for debugging in the user's own environment: manifest.json (the exec
 /// protocol's, plus the record and the worst element), the inputs as .npy, the correctly rounded exact

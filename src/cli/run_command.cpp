@@ -17,6 +17,7 @@
 #include "audit/audit_report.hpp"
 #include "external/exec.hpp"
 #include "external/plugin.hpp"
+#include "external/serve_block.hpp"
 #include "external/serve_grouped.hpp"
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
@@ -85,6 +86,7 @@ struct RunPlan {
   std::optional<GroupedSuiteConfig> grouped;
   ShardSpec audit_shard;  ///< the axis audits are one unit
   std::optional<BudgetSuiteConfig> budget;  ///< the port-Hamiltonian stream (issue 9)
+  ExternalSpecs external;                   ///< the external kernels of any section (reported for replay)
 };
 
 /// Parses "i/N" (0 <= i < N <= 100000).
@@ -198,11 +200,17 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
   for (const char ch : o.exec_name)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') throw UsageError("--exec-name takes letters, digits and '_'");
   const bool grouped_named = std::find(o.ops.begin(), o.ops.end(), kGroupedOp) != o.ops.end();
+  const bool block_named = std::find(o.ops.begin(), o.ops.end(), kBlockOp) != o.ops.end();
   for (const std::string& op : o.ops)
-    if (op == kBlockOp || op == kContractionOp || op == kAuditOp || op == kBudgetOp || (op == kGroupedOp && o.serve.empty()))
+    if (op == kContractionOp || op == kAuditOp || op == kBudgetOp || ((op == kGroupedOp || op == kBlockOp) && o.serve.empty()))
       throw UsageError(fmt::format("--ops {} judges built-in kernels only{}", op,
-                                   op == kGroupedOp ? " (external grouped norms: --serve)" : " (issue 15: not in the plugin ABI or serve protocol yet)"));
-  const std::vector<std::string> per_op = only(o.ops, [](const std::string& op) { return op != kGroupedOp; });
+                                   op == kGroupedOp || op == kBlockOp ? " (external kernels: --serve)"
+                                                                      : " (issue 15: not in the plugin ABI or serve protocol yet)"));
+  if (block_named && o.block_form != "composed" && o.block_form != "deferred")
+    throw UsageError("--ops linear_rmsnorm with --serve needs --block-form composed or --block-form deferred: the form your "
+                     "kernel computes chooses its bound (docs/bounds.md section 11)");
+  if (!o.block_form.empty() && !block_named) throw UsageError("--block-form is for --serve with --ops linear_rmsnorm");
+  const std::vector<std::string> per_op = only(o.ops, [](const std::string& op) { return op != kGroupedOp && op != kBlockOp; });
   RunPlan plan;
   RunConfig cfg = build_ops_config(o, base, per_op);
   cfg.builtin = false;
@@ -224,6 +232,8 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
   cfg.external.name = o.exec_name;
   cfg.external.timeout_s = o.kernel_timeout;
   cfg.external.serve_startup_s = o.serve_startup_timeout;
+  cfg.external.block_form = o.block_form;
+  plan.external = cfg.external;
   if ((o.ops.empty() || !per_op.empty()) && !selected_kernels(cfg).empty()) plan.ops = cfg;
   if (!o.serve.empty() && (o.ops.empty() || grouped_named)) {  // batch, group and instance norm through serve mode
     GroupedSuiteConfig g = *suite_grouped_config(o.suite);
@@ -234,7 +244,14 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
     g.external = GroupedExternalKernel{"serve:" + o.exec_name, external::serve_grouped_kernel(serve), o.report_only};
     plan.grouped = g;
   }
-  if (!plan.ops && !plan.grouped) throw UsageError("the external kernels support none of the selected ops and dtypes");
+  if (block_named) {  // the Linear o RMSNorm block through serve mode
+    BlockSuiteConfig b = build_block_config(o, *suite_block_config(o.suite), cfg);
+    b.builtin = false;
+    b.extra_kernels = external::serve_block_kernels(serve, o.block_form, cfg.dtypes);
+    b.external_report_only = o.report_only;
+    plan.block = b;
+  }
+  if (!plan.ops && !plan.grouped && !plan.block) throw UsageError("the external kernels support none of the selected ops and dtypes");
   assign_shards(plan, parse_shard(o.shard));
   return plan;
 }
@@ -352,6 +369,7 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   RunConfig cfg = plan.ops ? *plan.ops : *suite_config(o.suite);
   if (!plan.ops) cfg.ops.clear();
   if (!plan.ops) cfg.shard = plan.audit_shard;  // the report's shard field
+  cfg.external = plan.external;
   cfg.journal_path = journal;
   RunMetadata meta{utc_now(), "", command_line};
   const int64_t planned = planned_cases(plan);

@@ -29,15 +29,21 @@ BlockOutputs run_block(const RmsBlockCase& c) {
     else
       kernels::linear_rmsnorm_backward_deferred_bias_in_correction<S, A>(a, y.data(), grads);
   }
-  return {to_double(y), to_double(dx), to_double(dw), to_double(dg)};
+  BlockOutputs out;
+  out.y = to_double(y);
+  out.dx = to_double(dx);
+  out.dw = to_double(dw);
+  out.dg = to_double(dg);
+  return out;
 }
 
 template <class S>
 void add_dtype(std::vector<BlockKernelEntry>& out) {
   const DType s = dtype_traits<S>::id, a = dtype_traits<default_accum_t<S>>::id;
-  out.push_back({"composed", s, a, false, run_block<S, Variant::composed>});
-  out.push_back({"deferred", s, a, false, run_block<S, Variant::deferred>});
-  out.push_back({"deferred_bias_in_correction", s, a, true, run_block<S, Variant::deferred_bias_in_correction>});
+  out.push_back({"composed", s, a, false, run_block<S, Variant::composed>, "builtin", "composed"});
+  out.push_back({"deferred", s, a, false, run_block<S, Variant::deferred>, "builtin", "deferred"});
+  out.push_back({"deferred_bias_in_correction", s, a, true, run_block<S, Variant::deferred_bias_in_correction>, "builtin",
+                 "deferred_bias_in_correction"});
 }
 
 }  // namespace

@@ -15,6 +15,8 @@ struct BlockOutputs {
   std::vector<double> dx;  ///< rows x n
   std::vector<double> dw;  ///< m x n
   std::vector<double> dg;  ///< n
+  std::string failure;     ///< an external kernel crashed, hung or errored (no values)
+  bool skipped = false;    ///< an external kernel declined the call: not judged
 };
 
 struct BlockKernelEntry {
@@ -24,6 +26,8 @@ struct BlockKernelEntry {
   bool known_weak;      ///< a planted or known defect the harness must flag
   /// Forward, then backward from the forward's stored output.
   std::function<BlockOutputs(const RmsBlockCase&)> run;
+  std::string kernel;        ///< "builtin", or an external kernel ("serve:<name>")
+  std::string bound_variant; ///< the tolerance-table entry that judges it: "composed" or "deferred" form
 };
 
 /// Output names of a block kernel, in report order.

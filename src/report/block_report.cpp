@@ -31,7 +31,7 @@ nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::
                       {"bound_id", r.bound_id},
                       {"expectation", expectation_name(r.expectation)},
                       {"known_weak", r.known_weak},
-                      {"verdict", verdict_name(r.cases, r.acc, r.failed(), r.known_weak)},
+                      {"verdict", r.kernel_failures > 0 ? "kernel_failure" : verdict_name(r.cases, r.acc, r.failed(), r.known_weak)},
                       {"cases", r.cases},
                       {"failed_cases", r.failed_cases},
                       {"uncertified_cases", r.uncertified_cases},
@@ -47,6 +47,10 @@ nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::
                       {"worst_case", block_worst_json(r, index, report_path)}};
   j.update(accumulator_json(r.acc));
   j["points"] = case_points_json(r.points);
+  if (r.kernel != "builtin") {  // built-in records stay as they were
+    j["kernel"] = r.kernel;
+    j["kernel_failures"] = {{"cases", r.kernel_failures}, {"first", r.first_kernel_failure}};
+  }
   return j;
 }
 

@@ -45,7 +45,7 @@ std::string verdict(const Record& r) {
 }
 
 nlohmann::json external_json(const ExternalSpecs& e) {
-  return {{"plugins", e.plugins}, {"exec", e.exec}, {"serve", e.serve}, {"name", e.name},
+  return {{"plugins", e.plugins}, {"exec", e.exec}, {"serve", e.serve}, {"name", e.name}, {"block_form", e.block_form},
           {"kernel_timeout", e.timeout_s}, {"serve_startup_timeout", e.serve_startup_s}};
 }
 
@@ -292,6 +292,7 @@ RunConfig config_from_report(const nlohmann::json& report) {
     cfg.external.exec = e.value("exec", std::string());
     cfg.external.serve = e.value("serve", std::string());
     cfg.external.name = e.value("name", std::string("exec"));
+    cfg.external.block_form = e.value("block_form", std::string());
     cfg.external.timeout_s = e.value("kernel_timeout", 10.0);
     cfg.external.serve_startup_s = e.value("serve_startup_timeout", 120.0);
   }

@@ -32,12 +32,17 @@ const TensorBound& block_bound_of(const BlockBound& b, const std::string& output
 
 std::vector<const BlockKernelEntry*> selected_block_kernels(const BlockSuiteConfig& cfg) {
   std::vector<const BlockKernelEntry*> out;
-  for (const BlockKernelEntry& k : builtin_block_kernels())
-    if (std::find(cfg.dtypes.begin(), cfg.dtypes.end(), k.storage) != cfg.dtypes.end() &&
-        (cfg.variants.empty() || std::find(cfg.variants.begin(), cfg.variants.end(), k.variant) != cfg.variants.end()))
-      out.push_back(&k);
+  if (cfg.builtin)
+    for (const BlockKernelEntry& k : builtin_block_kernels())
+      if (std::find(cfg.dtypes.begin(), cfg.dtypes.end(), k.storage) != cfg.dtypes.end() &&
+          (cfg.variants.empty() || std::find(cfg.variants.begin(), cfg.variants.end(), k.variant) != cfg.variants.end()))
+        out.push_back(&k);
+  for (const BlockKernelEntry& k : cfg.extra_kernels)
+    if (std::find(cfg.dtypes.begin(), cfg.dtypes.end(), k.storage) != cfg.dtypes.end()) out.push_back(&k);
   return out;
 }
+
+bool is_external(const BlockKernelEntry& k) { return k.kernel != "builtin"; }
 
 DtypeSlice dtype_slice(const BlockSuiteConfig& cfg) {
   return {cfg.shard, cfg.dtypes.size(), cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator)};
@@ -45,6 +50,15 @@ DtypeSlice dtype_slice(const BlockSuiteConfig& cfg) {
 
 WorkItem item_at(const BlockSuiteConfig& cfg, size_t i) {
   return work_item_at(cfg.dtypes, cfg.generators.size(), cfg.cases_per_generator, i);
+}
+
+/// The judgement of an output whose call failed: failed, with the reason.
+OutputJudgement failed_call(const std::string& name, const std::string& why) {
+  OutputJudgement j;
+  j.output = name;
+  j.failed = true;
+  j.kernel_failure = why;
+  return j;
 }
 
 /// One judged output of one variant on one case, with the record it belongs to.
@@ -70,9 +84,10 @@ std::vector<BlockRecord> plan(const BlockSuiteConfig& cfg, const std::vector<con
     for (size_t g = 0; g < cfg.generators.size(); ++g)
       for (const BlockKernelEntry* k : kernels) {
         if (k->storage != dt) continue;
-        const BlockToleranceEntry& t = block_tolerance_for(k->variant);
+        const BlockToleranceEntry& t = block_tolerance_for(k->bound_variant);
         for (const std::string& out : block_outputs()) {
           BlockRecord r;
+          r.kernel = k->kernel;
           r.variant = k->variant;
           r.storage = k->storage;
           r.accum = k->accum;
@@ -80,7 +95,7 @@ std::vector<BlockRecord> plan(const BlockSuiteConfig& cfg, const std::vector<con
           r.output = out;
           r.bound_id = block_bound_id(t.bound) + "[" + std::string(dtype_info(k->storage).name) + "/" +
                        std::string(dtype_info(k->accum).name) + "]";
-          r.expectation = t.expectation;
+          r.expectation = is_external(*k) && cfg.external_report_only ? Expectation::report_only : t.expectation;
           r.known_weak = k->known_weak;
           index[{k, g, out}] = records.size();
           records.push_back(std::move(r));
@@ -117,13 +132,15 @@ ItemResult run_item(const BlockSuiteConfig& cfg, const WorkItem& it, const std::
   bool failing = false;
   for (const BlockKernelEntry* k : kernels) {
     if (k->storage != it.dtype) continue;
-    const BlockToleranceEntry& t = block_tolerance_for(k->variant);
+    const BlockToleranceEntry& t = block_tolerance_for(k->bound_variant);
     auto b = bounds.find({t.bound, k->accum});
     if (b == bounds.end()) b = bounds.emplace(std::pair{t.bound, k->accum}, rms_block_bound(r.c, ref, t.bound, k->accum)).first;
     const BlockOutputs out = k->run(r.c);
+    if (out.skipped) continue;
     for (const std::string& name : block_outputs()) {
-      OutputJudgement j = judge_tensor(name, block_output(out, name), block_reference(ref, name),
-                                       block_bound_of(b->second, name), nullptr, it.dtype, t.max_ratio);
+      OutputJudgement j = out.failure.empty() ? judge_tensor(name, block_output(out, name), block_reference(ref, name),
+                                                             block_bound_of(b->second, name), nullptr, it.dtype, t.max_ratio)
+                                              : failed_call(name, out.failure);
       if (j.failed) journal(cfg, r.c, *k, j, journal_mu), failing = true;
       const double cancel = name == "dx" && j.worst.index >= 0 ? ref.cancellation[static_cast<size_t>(j.worst.index)] : 0;
       r.partials.push_back({index.at({k, it.generator_index, name}), std::move(j), cancel});
@@ -139,6 +156,10 @@ void merge(const ItemResult& item, int64_t item_index, std::vector<BlockRecord>&
     ++rec.cases;
     if (!item.certified) ++rec.uncertified_cases;
     if (p.judgement.failed) ++rec.failed_cases;
+    if (!p.judgement.kernel_failure.empty() && rec.kernel_failures++ == 0)
+      rec.first_kernel_failure = "case " + std::to_string(item_index) + " (generator " + rec.generator + ", seed " +
+                                 std::to_string(item.c.seed) + ", rows " + std::to_string(item.c.rows) + ", n " +
+                                 std::to_string(item.c.n) + ", m " + std::to_string(item.c.m) + "): " + p.judgement.kernel_failure;
     rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, item.err_ulps);
     rec.points.push_back({item_index, item.c.rows, item.c.n, p.judgement.acc.max_ulp(), std::max(0.0, p.judgement.acc.max_bound_ratio())});
     rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, item.bits);
@@ -173,7 +194,7 @@ void validate_block_config(const BlockSuiteConfig& cfg) {
 
 std::vector<OutputJudgement> judge_block_case(const BlockKernelEntry& k, const RmsBlockCase& c,
                                               const oracle::CertifiedRmsBlock& ref) {
-  const BlockToleranceEntry& t = block_tolerance_for(k.variant);
+  const BlockToleranceEntry& t = block_tolerance_for(k.bound_variant);
   const BlockBound b = rms_block_bound(c, ref, t.bound, k.accum);
   const BlockOutputs out = k.run(c);
   std::vector<OutputJudgement> result;

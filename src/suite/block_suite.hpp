@@ -22,6 +22,9 @@ struct BlockSuiteConfig {
   int threads = 1;
   std::string journal_path;  ///< failing cases are appended here as JSON lines (empty: none)
   ShardSpec shard;  ///< the slice of the dtypes this run does (one unit per dtype)
+  bool builtin = true;                          ///< judge the built-in block kernels
+  std::vector<BlockKernelEntry> extra_kernels;  ///< external block kernels (serve mode)
+  bool external_report_only = false;            ///< their records are report_only
 };
 
 struct BlockWorst {
@@ -35,12 +38,15 @@ struct BlockWorst {
 
 /// One (variant, dtype, generator, output) over all its cases.
 struct BlockRecord {
+  std::string kernel = "builtin";
   std::string variant;
   DType storage, accum;
   std::string generator, output, bound_id;
   Expectation expectation = Expectation::must_pass;
   bool known_weak = false;
   int64_t cases = 0, failed_cases = 0, uncertified_cases = 0;
+  int64_t kernel_failures = 0;  ///< external kernels: calls that crashed, hung or errored
+  std::string first_kernel_failure;
   ErrorAccumulator acc;
   double oracle_max_err_ulps = 0;
   int oracle_precision_bits = 0;

@@ -21,6 +21,7 @@ struct ExternalSpecs {
   std::vector<std::string> plugins;  ///< absolute library paths (--kernel)
   std::string exec, serve;           ///< --exec / --serve commands as given
   std::string name = "exec";         ///< --exec-name
+  std::string block_form;            ///< --block-form of a served linear_rmsnorm kernel
   double timeout_s = 10, serve_startup_s = 120;
   bool any() const { return !plugins.empty() || !exec.empty() || !serve.empty(); }
 };

@@ -1,0 +1,15 @@
+#pragma once
+/// The Linear∘RMSNorm block (the block suite) through serve mode: op "linear_rmsnorm".
+#include <string>
+#include <vector>
+
+#include "external/exec.hpp"
+#include "kernels/block_registry.hpp"
+
+namespace normcheck::external {
+
+/// One block kernel per dtype calling a serve-mode command (kernel "serve:<name>"), judged by the
+/// bound of `form` ("composed" or "deferred": what the kernel computes, docs/bounds.md section 11).
+std::vector<BlockKernelEntry> serve_block_kernels(const ExecSpec& spec, const std::string& form, const std::vector<DType>& dtypes);
+
+}  // namespace normcheck::external
