@@ -336,3 +336,16 @@ TEST(Serve, ABlockKernelIsJudgedThroughServeModeAndAWrongDeferredCorrectionIsCau
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("--block-form"), std::string::npos) << o.err;
 }
+
+TEST(Serve, TheAxisAuditNamesTheWrongAxisOfAServedKernel) {
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const std::string server = kPython + " " + script("exec_axes_example.py") + " --serve --over ";
+  Outcome o = run_cli("audit-axes --shape 2,3,4,4 --layout nchw --kind channel_layer_norm --serve '" + server + "W'");
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_NE(o.out.find("MISMATCH: the kernel normalizes over W, declared over C"), std::string::npos) << o.out;
+  o = run_cli("audit-axes --shape 2,3,4,4 --layout nchw --kind channel_layer_norm --serve '" + server + "C'");
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("match: normalizes over C"), std::string::npos) << o.out;
+  o = run_cli("audit-axes --shape 2,3,4,4 --layout nchw --kind channel_layer_norm --exec-timeout nan --serve '" + server + "C'");
+  EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
+}

@@ -1,5 +1,6 @@
 // normcheck audit-axes: the declared normalization's groups, entries, parameters and running
 // statistics for a shape and layout, and (with --kernel) what the kernel actually reduces over.
+#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -64,17 +65,25 @@ int audit_axes_command(const AuditOptions& o) {
     if (!dt) throw std::invalid_argument(fmt::format("unknown dtype '{}'", o.dtype));
     const audit::TensorSpec t = tensor_of(o);
     const audit::NormSpec n = spec_of(o);
-    if (!o.exec.empty()) {
-      if (!o.kernel.empty()) throw std::invalid_argument("--kernel and --exec are exclusive");
+    if (!(o.exec_timeout > 0) || !std::isfinite(o.exec_timeout))
+      throw std::invalid_argument(fmt::format("--exec-timeout must be a finite number > 0, got {}", o.exec_timeout));
+    if (!o.exec.empty() || !o.serve.empty()) {
+      if (!o.kernel.empty() || (!o.exec.empty() && !o.serve.empty()))
+        throw std::invalid_argument("--kernel, --exec and --serve are exclusive");
       if (auto err = audit::validate(t, n)) throw std::invalid_argument(*err);
-      const external::ExecSpec spec{o.exec, "exec", o.exec_timeout};
       const std::vector<std::string> axes = audit::axis_names(t.layout);
       const std::string layout(audit::layout_name(t.layout)), kind(audit::kind_name(n.kind));
       const DType dtype = *dt;
-      const audit::AuditKernel k = [spec, t, layout, axes, kind, dtype](const std::vector<double>& x) {
-        return external::exec_normalize(spec, t.shape, layout, axes, kind, dtype, x);
-      };
-      r = audit::run_audit_with(t, n, k, "exec", dtype, o.seed);
+      const external::ExecSpec spec{o.exec.empty() ? o.serve : o.exec, o.exec.empty() ? "serve" : "exec", o.exec_timeout};
+      audit::AuditKernel k;
+      if (o.exec.empty()) {
+        k = external::serve_normalize(spec, t.shape, layout, axes, kind, dtype);
+      } else {
+        k = [spec, t, layout, axes, kind, dtype](const std::vector<double>& x) {
+          return external::exec_normalize(spec, t.shape, layout, axes, kind, dtype, x);
+        };
+      }
+      r = audit::run_audit_with(t, n, k, spec.name, dtype, o.seed);
     } else {
       r = audit::run_audit(t, n, o.kernel, *dt, o.seed);
     }

@@ -91,6 +91,7 @@ struct AuditOptions {
   std::vector<int64_t> shape;
   std::string layout = "nchw", kind = "batch_norm", kernel, dtype = "f32", out;
   std::string exec;  ///< probe an external kernel through the exec protocol (op "normalize")
+  std::string serve;  ///< or through serve mode
   double exec_timeout = 10;
   int normalized_dims = 1;
   int64_t groups = 1;

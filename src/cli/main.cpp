@@ -118,7 +118,8 @@ void add_audit_options(CLI::App& c, normcheck::cli::AuditOptions& o) {
                "probe a kernel: declared, batch_norm_eval, or a planted one: last_axis_layer_norm, layout_swapped, "
                "batch_norm_per_sample, group_norm_wrong_groups, mean_over_all_axes");
   c.add_option("--exec", o.exec, "probe an external kernel: a command implementing the exec protocol's op normalize ({dir})");
-  c.add_option("--exec-timeout", o.exec_timeout, "seconds per exec call (default 10)");
+  c.add_option("--serve", o.serve, "probe an external kernel through serve mode (op normalize; docs/plugins.md)");
+  c.add_option("--exec-timeout", o.exec_timeout, "seconds per exec or serve call (default 10)");
   c.add_option("--dtype", o.dtype, "storage dtype of the probed kernel");
   c.add_option("--seed", o.seed, "seed of the probe input");
   c.add_option("--out", o.out, "JSON record");

@@ -10,6 +10,7 @@
 /// directory; NORMCHECK_SERVE_DIR names its private folder) reads a JSON request line per
 /// call on stdin (the manifest plus "dir") and answers one JSON line on stdout
 /// ({"status": "ok" | "unsupported" | "error", "message": ...}) after writing the outputs.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,13 @@ std::vector<KernelEntry> exec_kernels(const ExecSpec& spec, const std::vector<Op
 /// One kernel entry per (op, dtype) served by long-running processes: kernel "serve:<name>". A
 /// process that crashes, hangs or breaks the protocol fails its call and is replaced.
 std::vector<KernelEntry> serve_kernels(const ExecSpec& spec, const std::vector<Op>& ops, const std::vector<DType>& dtypes);
+
+/// The axis audit's probe through serve mode: a function of x (memory order) that calls the
+/// long-running command with op "normalize" (the exec manifest's fields); it throws
+/// std::runtime_error with one line when the call fails.
+std::function<std::vector<double>(const std::vector<double>&)> serve_normalize(
+    const ExecSpec& spec, const std::vector<int64_t>& shape, const std::string& layout, const std::vector<std::string>& axes,
+    const std::string& declared_kind, DType dtype);
 
 /// One call of op "normalize" (the axis audit's probe): x of `shape` (memory order) in, y of the
 /// same shape out; the manifest also names the layout, its axes and the declared kind. Throws

@@ -217,6 +217,24 @@ KernelOutputs kernel_outputs(FileCallResult r) {
 
 }  // namespace
 
+std::function<std::vector<double>(const std::vector<double>&)> serve_normalize(
+    const ExecSpec& spec, const std::vector<int64_t>& shape, const std::string& layout, const std::vector<std::string>& axes,
+    const std::string& declared_kind, DType dtype) {
+  auto pool = std::make_shared<ServePool>(spec);
+  FileCall base;
+  base.dtype = dtype;
+  base.manifest = {{"op", "normalize"}, {"layout", layout}, {"shape", shape}, {"axes", axes}, {"declared_kind", declared_kind}};
+  base.outputs = {{"y", shape}};
+  return [pool, base, shape](const std::vector<double>& x) {
+    FileCall call = base;
+    call.inputs = {{"x", shape, &x}};
+    FileCallResult r = pool->call(call);
+    if (r.skipped) throw std::runtime_error("serve command says the normalize op is unsupported");
+    if (!r.failure.empty()) throw std::runtime_error(r.failure);
+    return r.outputs.at("y");
+  };
+}
+
 std::vector<KernelEntry> serve_kernels(const ExecSpec& spec, const std::vector<Op>& ops, const std::vector<DType>& dtypes) {
   auto pool = std::make_shared<ServePool>(spec);
   std::vector<KernelEntry> out;
