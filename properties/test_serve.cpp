@@ -349,3 +349,56 @@ TEST(Serve, TheAxisAuditNamesTheWrongAxisOfAServedKernel) {
   o = run_cli("audit-axes --shape 2,3,4,4 --layout nchw --kind channel_layer_norm --exec-timeout nan --serve '" + server + "C'");
   EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
 }
+
+namespace {
+
+std::string plugin_v2(const char* behaviour) {
+  return std::string(NORMCHECK_PLUGIN_DIR) + "/libnc_plugin_v2_" + behaviour + ".so";
+}
+
+/// verdict per "<section> <property or kind> <output>" of the block and grouped sections.
+std::map<std::string, std::string> section_verdicts(const fs::path& report) {
+  std::map<std::string, std::string> v;
+  const auto j = load_json(report);
+  for (const auto& r : j.at("rms_block").at("records"))
+    v["block " + r.at("property").get<std::string>() + " " + r.at("output").get<std::string>()] = r.at("verdict");
+  for (const auto& r : j.at("grouped_norm").at("records"))
+    v["grouped " + r.at("kind").get<std::string>() + " " + r.at("output").get<std::string>()] = r.at("verdict");
+  return v;
+}
+
+}  // namespace
+
+TEST(PluginAbiV2, GroupedNormsAndTheBlockAreJudgedThroughAVersion2Plugin) {
+  const fs::path out = scratch() / "v2_good.json";
+  const Outcome o = run_cli("run --kernel " + plugin_v2("good") + " --dtypes f32,f64 --threads 2 --out " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto j = load_json(out);
+  EXPECT_EQ(j.at("rms_block").at("records").at(0).at("kernel"), "plugin:nc_v2_good");
+  EXPECT_EQ(j.at("rms_block").at("records").at(0).at("bound_id").get<std::string>().rfind("BLOCK-DEFERRED", 0), 0u);  // its declared form
+  EXPECT_EQ(j.at("grouped_norm").at("records").at(0).at("kernel"), "plugin:nc_v2_good");
+  const auto v = section_verdicts(out);
+  // keys merge the dtypes: 4 block generators x 4 outputs, and batch norm's 7 outputs + group and instance norm's 4 each
+  EXPECT_EQ(v.size(), 4u * 4u + 7u + 4u + 4u);
+  for (const auto& [key, verdict] : v) EXPECT_EQ(verdict, "pass") << key;
+  EXPECT_EQ(j.at("records").at(0).at("kernel"), "plugin:nc_v2_good");  // its version 1 LayerNorm forward in the same library
+}
+
+TEST(PluginAbiV2, AWrongGroupCountAndAWrongDeferredCorrectionAreCaught) {
+  const fs::path out = scratch() / "v2_planted.json";
+  Outcome o = run_cli("run --kernel " + plugin_v2("wrong_groups") + " --dtypes f32 --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  auto v = section_verdicts(out);
+  EXPECT_EQ(v["grouped group_norm y"], "fail");
+  EXPECT_EQ(v["grouped group_norm dx"], "fail");
+  EXPECT_EQ(v["grouped batch_norm y"], "pass");
+  EXPECT_EQ(v["grouped instance_norm dx"], "pass");
+  EXPECT_EQ(v["block accuracy/normal dx"], "pass");
+  o = run_cli("run --kernel " + plugin_v2("bias_in_correction") + " --dtypes f32 --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  v = section_verdicts(out);
+  EXPECT_EQ(v["block accuracy/normal dx"], "fail");
+  EXPECT_EQ(v["block accuracy/no_bias dx"], "pass");
+  EXPECT_EQ(v["block accuracy/normal dw"], "pass");
+  EXPECT_EQ(v["grouped group_norm y"], "pass");
+}

@@ -74,8 +74,67 @@ typedef struct nc_plugin {
   nc_status (*run)(const nc_norm_args* args, char* message, size_t message_size);
 } nc_plugin;
 
-/* The one exported symbol of a plugin. */
+/* The one exported symbol of a version 1 plugin. */
 const nc_plugin* normcheck_plugin_v1(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * ABI version 2 (docs/plugins.md, "ABI version 2"): the ops of the grouped and block suites on
+ * tensors of any rank up to 4 with explicit shapes and strides. A version 2 plugin exports
+ * normcheck_plugin_v2 instead of (or besides) normcheck_plugin_v1; normcheck looks for v2 first.
+ * The version 1 ops keep their numbers and their nc_norm_args call. */
+#define NORMCHECK_PLUGIN_ABI_VERSION_2 2u
+
+enum {
+  NC_GROUPED_NORM = 16,  /* batch, group or instance norm (nc_norm_kind), training forward and backward;
+                            batch norm also the running-statistic update and inference mode */
+  NC_LINEAR_RMSNORM = 17 /* y = W (g * x r) + b, r = 1/sqrt(mean(x^2) + eps), then dx, dW, dg for dy */
+};
+
+typedef enum nc_norm_kind { NC_BATCH_NORM = 0, NC_GROUP_NORM = 1, NC_INSTANCE_NORM = 2 } nc_norm_kind;
+
+/* The form a plugin's NC_LINEAR_RMSNORM computes: it chooses the bound it is judged by. */
+typedef enum nc_block_form { NC_BLOCK_COMPOSED = 0, NC_BLOCK_DEFERRED = 1 } nc_block_form;
+
+typedef struct nc_tensor {
+  void* data;          /* NULL when absent (a block without bias) */
+  int32_t rank;        /* 1 to 4 */
+  int64_t shape[4];    /* memory order */
+  int64_t strides[4];  /* elements; the last is 1, the others may exceed the dense stride (padding) */
+} nc_tensor;
+
+/* Tensors of the calls, by position in nc_call.in / nc_call.out:
+ * NC_GROUPED_NORM   in:  x, dy (the tensor), gamma, beta, running_mean, running_var (one per channel;
+ *                        the running statistics only for batch norm)
+ *                   out: y, dx, dgamma, dbeta, running_mean, running_var (updated, unbiased variance),
+ *                        y_inference (from the statistics before the update); the last three for batch
+ *                        norm only. Training statistics use the biased variance.
+ * NC_LINEAR_RMSNORM in:  x (rows x n), g (n), w (m x n), b (m; data NULL without bias), dy (rows x m)
+ *                   out: y (rows x m), dx (rows x n), dw (m x n), dg (n) */
+typedef struct nc_call {
+  uint32_t op;           /* NC_GROUPED_NORM or NC_LINEAR_RMSNORM */
+  nc_dtype dtype;
+  double eps;            /* > 0 */
+  double momentum;       /* batch norm: running = (1 - momentum) running + momentum batch */
+  int32_t kind;          /* NC_GROUPED_NORM: nc_norm_kind */
+  int32_t channel_axis;  /* NC_GROUPED_NORM: the axis of x holding the channels (axis 0 is the batch) */
+  int64_t groups;        /* NC_GROUP_NORM: G, which divides the channel count */
+  nc_tensor in[6];
+  nc_tensor out[7];
+} nc_call;
+
+typedef struct nc_plugin_v2 {
+  uint32_t abi_version; /* NORMCHECK_PLUGIN_ABI_VERSION_2 */
+  const char* name;     /* short identifier: letters, digits, '_' */
+  /* 1 if op (a version 1 nc_op, NC_GROUPED_NORM or NC_LINEAR_RMSNORM) x dtype is implemented. */
+  int (*supports)(uint32_t op, nc_dtype dtype);
+  /* The version 1 ops (NULL when the plugin has none). */
+  nc_status (*run)(const nc_norm_args* args, char* message, size_t message_size);
+  /* NC_GROUPED_NORM and NC_LINEAR_RMSNORM. */
+  nc_status (*run_call)(const nc_call* call, char* message, size_t message_size);
+  int32_t block_form; /* nc_block_form of its NC_LINEAR_RMSNORM */
+} nc_plugin_v2;
+
+const nc_plugin_v2* normcheck_plugin_v2(void);
 
 #ifdef __cplusplus
 }

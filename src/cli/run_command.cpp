@@ -17,6 +17,7 @@
 #include "audit/audit_report.hpp"
 #include "external/exec.hpp"
 #include "external/plugin.hpp"
+#include "external/plugin_v2.hpp"
 #include "external/serve_block.hpp"
 #include "external/serve_grouped.hpp"
 #include "cli/commands.hpp"
@@ -177,15 +178,14 @@ ContractionSuiteConfig build_contraction_config(const RunOptions& o, Contraction
 
 RunConfig build_ops_config(const RunOptions& o, RunConfig cfg, const std::vector<std::string>& ops);
 
-/// Plugin kernels named with --kernel: inspected in a child process each.
-std::vector<KernelEntry> load_plugins(const RunOptions& o) {
-  std::vector<KernelEntry> out;
+/// The plugins named with --kernel, each inspected in a worker process.
+std::vector<external::PluginInfo> inspect_plugins(const RunOptions& o) {
   if (!(o.kernel_timeout > 0) || !std::isfinite(o.kernel_timeout))
     throw UsageError(fmt::format("--kernel-timeout must be a finite number > 0, got {}", o.kernel_timeout));
+  std::vector<external::PluginInfo> out;
   for (const std::string& path : o.plugins) {
     try {
-      for (KernelEntry& k : external::plugin_kernels(external::inspect_plugin(path, o.kernel_timeout)))
-        out.push_back(std::move(k));
+      out.push_back(external::inspect_plugin(path, o.kernel_timeout));
     } catch (const std::runtime_error& e) {
       throw UsageError(e.what());
     }
@@ -193,38 +193,68 @@ std::vector<KernelEntry> load_plugins(const RunOptions& o) {
   return out;
 }
 
-/// With --kernel, only the plugins' kernels run (on the ops and dtypes they support), by the
-/// per-op suite's properties, metrics and reports.
+bool names_op(const RunOptions& o, const char* op) { return std::find(o.ops.begin(), o.ops.end(), op) != o.ops.end(); }
+
+/// The external grouped-norm kernel: an ABI v2 plugin's or the serve command's (one at a time).
+std::optional<GroupedExternalKernel> external_grouped(const RunOptions& o, const std::vector<external::PluginInfo>& plugins,
+                                                      const external::ExecSpec& serve) {
+  std::vector<GroupedExternalKernel> found;
+  for (const external::PluginInfo& p : plugins)
+    if (!p.grouped_dtypes.empty()) found.push_back({"plugin:" + p.name, external::plugin_grouped_kernel(p), o.report_only});
+  if (!o.serve.empty()) found.push_back({"serve:" + o.exec_name, external::serve_grouped_kernel(serve), o.report_only});
+  if (found.size() > 1) throw UsageError("more than one external grouped-norm kernel (plugins, --serve): judge one at a time");
+  if (names_op(o, kGroupedOp) && found.empty())
+    throw UsageError("--ops grouped_norm: no external kernel implements it (an ABI v2 plugin with NC_GROUPED_NORM, or --serve)");
+  if (found.empty() || !(o.ops.empty() || names_op(o, kGroupedOp))) return std::nullopt;
+  return found.front();
+}
+
+/// The external block kernels: ABI v2 plugins' (their declared form) and, with --ops linear_rmsnorm,
+/// the serve command's (--block-form).
+std::vector<BlockKernelEntry> external_blocks(const RunOptions& o, const std::vector<external::PluginInfo>& plugins,
+                                              const external::ExecSpec& serve, const std::vector<DType>& dtypes) {
+  const bool named = names_op(o, kBlockOp);
+  if (!o.block_form.empty() && (!named || o.serve.empty())) throw UsageError("--block-form is for --serve with --ops linear_rmsnorm");
+  std::vector<BlockKernelEntry> out;
+  if (!o.ops.empty() && !named) return out;
+  for (const external::PluginInfo& p : plugins)
+    for (BlockKernelEntry& k : external::plugin_block_kernels(p))
+      if (std::find(dtypes.begin(), dtypes.end(), k.storage) != dtypes.end()) out.push_back(std::move(k));
+  if (named && !o.serve.empty()) {
+    if (o.block_form != "composed" && o.block_form != "deferred")
+      throw UsageError("--ops linear_rmsnorm with --serve needs --block-form composed or --block-form deferred: the form your "
+                       "kernel computes chooses its bound (docs/bounds.md section 11)");
+    for (BlockKernelEntry& k : external::serve_block_kernels(serve, o.block_form, dtypes)) out.push_back(std::move(k));
+  }
+  if (named && out.empty())
+    throw UsageError("--ops linear_rmsnorm: no external kernel implements it (an ABI v2 plugin with NC_LINEAR_RMSNORM, or --serve)");
+  return out;
+}
+
+/// With --kernel, --exec or --serve only the external kernels run (on the ops and dtypes they
+/// support): the per-op suite, and the grouped and block suites for ABI v2 plugins and serve mode.
 RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
   if (!o.variants.empty()) throw UsageError("--kernels selects built-in kernels; with --kernel, --exec or --serve only those run");
   for (const char ch : o.exec_name)
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') throw UsageError("--exec-name takes letters, digits and '_'");
-  const bool grouped_named = std::find(o.ops.begin(), o.ops.end(), kGroupedOp) != o.ops.end();
-  const bool block_named = std::find(o.ops.begin(), o.ops.end(), kBlockOp) != o.ops.end();
   for (const std::string& op : o.ops)
-    if (op == kContractionOp || op == kAuditOp || op == kBudgetOp || ((op == kGroupedOp || op == kBlockOp) && o.serve.empty()))
-      throw UsageError(fmt::format("--ops {} judges built-in kernels only{}", op,
-                                   op == kGroupedOp || op == kBlockOp ? " (external kernels: --serve)"
-                                                                      : " (issue 15: not in the plugin ABI or serve protocol yet)"));
-  if (block_named && o.block_form != "composed" && o.block_form != "deferred")
-    throw UsageError("--ops linear_rmsnorm with --serve needs --block-form composed or --block-form deferred: the form your "
-                     "kernel computes chooses its bound (docs/bounds.md section 11)");
-  if (!o.block_form.empty() && !block_named) throw UsageError("--block-form is for --serve with --ops linear_rmsnorm");
+    if (op == kContractionOp || op == kAuditOp || op == kBudgetOp)
+      throw UsageError(fmt::format("--ops {} judges built-in kernels only (not in the plugin ABI or serve protocol yet)", op));
+  if (!o.serve.empty() && (!(o.serve_startup_timeout > 0) || !std::isfinite(o.serve_startup_timeout)))
+    throw UsageError(fmt::format("--serve-startup-timeout must be a finite number > 0, got {}", o.serve_startup_timeout));
   const std::vector<std::string> per_op = only(o.ops, [](const std::string& op) { return op != kGroupedOp && op != kBlockOp; });
   RunPlan plan;
   RunConfig cfg = build_ops_config(o, base, per_op);
   cfg.builtin = false;
-  cfg.extra_kernels = load_plugins(o);
-  if (!o.exec.empty()) {
-    const external::ExecSpec spec{o.exec, o.exec_name, o.kernel_timeout};
-    for (KernelEntry& k : external::exec_kernels(spec, cfg.ops, cfg.dtypes)) cfg.extra_kernels.push_back(std::move(k));
-  }
+  const std::vector<external::PluginInfo> plugins = inspect_plugins(o);
+  for (const external::PluginInfo& p : plugins)
+    for (KernelEntry& k : external::plugin_kernels(p)) cfg.extra_kernels.push_back(std::move(k));
+  if (!o.exec.empty())
+    for (KernelEntry& k : external::exec_kernels({o.exec, o.exec_name, o.kernel_timeout}, cfg.ops, cfg.dtypes))
+      cfg.extra_kernels.push_back(std::move(k));
   const external::ExecSpec serve{o.serve, o.exec_name, o.kernel_timeout, o.serve_startup_timeout};
-  if (!o.serve.empty()) {
-    if (!(o.serve_startup_timeout > 0) || !std::isfinite(o.serve_startup_timeout))
-      throw UsageError(fmt::format("--serve-startup-timeout must be a finite number > 0, got {}", o.serve_startup_timeout));
+  if (!o.serve.empty())
     for (KernelEntry& k : external::serve_kernels(serve, cfg.ops, cfg.dtypes)) cfg.extra_kernels.push_back(std::move(k));
-  }
   cfg.external_report_only = o.report_only;
   for (const std::string& path : o.plugins) cfg.external.plugins.push_back(std::filesystem::absolute(path).string());
   cfg.external.exec = o.exec;
@@ -235,19 +265,19 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
   cfg.external.block_form = o.block_form;
   plan.external = cfg.external;
   if ((o.ops.empty() || !per_op.empty()) && !selected_kernels(cfg).empty()) plan.ops = cfg;
-  if (!o.serve.empty() && (o.ops.empty() || grouped_named)) {  // batch, group and instance norm through serve mode
-    GroupedSuiteConfig g = *suite_grouped_config(o.suite);
-    g.dtypes = cfg.dtypes;
-    if (o.seed) g.seed = *o.seed;
-    if (o.grouped_cases) g.cases_per_layout = *o.grouped_cases;
-    g.threads = o.threads;
-    g.external = GroupedExternalKernel{"serve:" + o.exec_name, external::serve_grouped_kernel(serve), o.report_only};
-    plan.grouped = g;
+  if (std::optional<GroupedExternalKernel> g = external_grouped(o, plugins, serve)) {
+    GroupedSuiteConfig gc = *suite_grouped_config(o.suite);
+    gc.dtypes = cfg.dtypes;
+    if (o.seed) gc.seed = *o.seed;
+    if (o.grouped_cases) gc.cases_per_layout = *o.grouped_cases;
+    gc.threads = o.threads;
+    gc.external = std::move(*g);
+    plan.grouped = gc;
   }
-  if (block_named) {  // the Linear o RMSNorm block through serve mode
+  if (std::vector<BlockKernelEntry> blocks = external_blocks(o, plugins, serve, cfg.dtypes); !blocks.empty()) {
     BlockSuiteConfig b = build_block_config(o, *suite_block_config(o.suite), cfg);
     b.builtin = false;
-    b.extra_kernels = external::serve_block_kernels(serve, o.block_form, cfg.dtypes);
+    b.extra_kernels = std::move(blocks);
     b.external_report_only = o.report_only;
     plan.block = b;
   }

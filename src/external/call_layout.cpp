@@ -104,6 +104,34 @@ std::vector<uint8_t> call_block(const LayerNormCase& c, Op op, const CallLayout&
   return block;
 }
 
+namespace {
+
+/// "" or what the kernel wrote in the slot outside its output elements.
+std::string check_slot(const std::vector<uint8_t>& before, const std::vector<uint8_t>& after, const TensorSlot& s,
+                       const std::string& name, bool output, size_t item) {
+  if (!s.present) return "";
+  for (int64_t k = 0; k < s.rows * s.stride + kGuardElements; ++k) {
+    const int64_t row = k / s.stride, col = k % s.stride;
+    const bool cell = row < s.rows && col < s.n;
+    if (output && cell) continue;  // the kernel's to write
+    const size_t at = s.offset + static_cast<size_t>(k) * item;
+    if (std::memcmp(&before[at], &after[at], item) == 0) continue;
+    if (cell) return fmt::format("the kernel wrote into its input {} (row {}, column {})", name, row, col);
+    if (row >= s.rows) return fmt::format("the kernel wrote past the end of {} (guard element {})", name, k - s.rows * s.stride);
+    return fmt::format("the kernel wrote into the row padding of {} (row {}, element {} of stride {})", name, row, col, s.stride);
+  }
+  return "";
+}
+
+std::string check_tail(const std::vector<uint8_t>& before, const std::vector<uint8_t>& after, size_t tail, size_t total) {
+  for (size_t at = tail; at < total; ++at)
+    if (before[at] != after[at])
+      return fmt::format("the kernel wrote past the end of the call's last tensor (byte {} after its guard)", at - tail);
+  return "";
+}
+
+}  // namespace
+
 std::string check_untouched(const std::vector<uint8_t>& before, const std::vector<uint8_t>& after, const CallLayout& l) {
   const size_t item = item_size(l.dtype);
   struct Named {
@@ -112,24 +140,47 @@ std::string check_untouched(const std::vector<uint8_t>& before, const std::vecto
     bool output;
   };
   for (const Named& t : {Named{"x", &l.x, false}, {"gamma", &l.gamma, false}, {"beta", &l.beta, false}, {"dy", &l.dy, false},
-                         {"y", &l.y, true}, {"dx", &l.dx, true}, {"dgamma", &l.dgamma, true}, {"dbeta", &l.dbeta, true}}) {
-    const TensorSlot& s = *t.slot;
-    if (!s.present) continue;
-    for (int64_t k = 0; k < s.rows * s.stride + kGuardElements; ++k) {
-      const int64_t row = k / s.stride, col = k % s.stride;
-      const bool cell = row < s.rows && col < s.n;
-      if (t.output && cell) continue;  // the kernel's to write
-      const size_t at = s.offset + static_cast<size_t>(k) * item;
-      if (std::memcmp(&before[at], &after[at], item) == 0) continue;
-      if (cell) return fmt::format("the kernel wrote into its input {} (row {}, column {})", t.name, row, col);
-      if (row >= s.rows) return fmt::format("the kernel wrote past the end of {} (guard element {})", t.name, k - s.rows * s.stride);
-      return fmt::format("the kernel wrote into the row padding of {} (row {}, element {} of stride {})", t.name, row, col, s.stride);
+                         {"y", &l.y, true}, {"dx", &l.dx, true}, {"dgamma", &l.dgamma, true}, {"dbeta", &l.dbeta, true}})
+    if (std::string e = check_slot(before, after, *t.slot, t.name, t.output, item); !e.empty()) return e;
+  return check_tail(before, after, l.tail, l.total);
+}
+
+TensorCallLayout tensor_call_layout(DType d, const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
+                                    const std::vector<std::pair<std::string, std::vector<int64_t>>>& outputs, uint64_t seed) {
+  Rng rng(seed);
+  const bool padded = rng.range(0, 3) != 0;
+  static constexpr int64_t kPads[] = {1, 2, 3, 5, 8, 17};
+  const size_t item = item_size(d);
+  TensorCallLayout l;
+  l.dtype = d;
+  size_t at = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const auto& [name, shape] : pass == 0 ? inputs : outputs) {
+      int64_t rows = 1;
+      for (size_t k = 0; k + 1 < shape.size(); ++k) rows *= shape[k];
+      const int64_t n = shape.empty() ? 1 : shape.back();
+      const int64_t stride = n + (padded && rows > 1 ? kPads[rng.range(0, 5)] : 0);
+      l.tensors.push_back({name, shape, place(at, rows, n, stride, true, item), pass == 1});
     }
-  }
-  for (size_t at = l.tail; at < l.total; ++at)
-    if (before[at] != after[at])
-      return fmt::format("the kernel wrote past the end of the call's last tensor (byte {} after its guard)", at - l.tail);
-  return "";
+  l.tail = at;
+  l.total = at + kTailBytes;
+  return l;
+}
+
+std::vector<uint8_t> tensor_call_block(const TensorCallLayout& l, const std::vector<const std::vector<double>*>& values) {
+  std::vector<uint8_t> block(l.total);
+  const uint64_t in = input_sentinel_bits(l.dtype), out = output_sentinel_bits(l.dtype);
+  size_t k = 0;
+  for (const NamedSlot& t : l.tensors)
+    write_slot(block, t.slot, l.dtype, t.output ? nullptr : values.at(k++), t.output ? out : in, t.output ? out : in);
+  std::fill(block.begin() + static_cast<std::ptrdiff_t>(l.tail), block.end(), kTailByte);
+  return block;
+}
+
+std::string check_untouched(const std::vector<uint8_t>& before, const std::vector<uint8_t>& after, const TensorCallLayout& l) {
+  for (const NamedSlot& t : l.tensors)
+    if (std::string e = check_slot(before, after, t.slot, t.name, t.output, item_size(l.dtype)); !e.empty()) return e;
+  return check_tail(before, after, l.tail, l.total);
 }
 
 std::vector<double> read_slot(const std::vector<uint8_t>& block, const TensorSlot& s, DType d) {

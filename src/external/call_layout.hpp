@@ -55,4 +55,26 @@ std::string check_untouched(const std::vector<uint8_t>& before, const std::vecto
 /// The rows x n values of an output slot.
 std::vector<double> read_slot(const std::vector<uint8_t>& block, const TensorSlot& s, DType d);
 
+/// An ABI v2 call's tensors (any rank, seen as rows x n with n the last dimension): each in its slot
+/// with padded rows where the shape has rows (stride n + 1 ... n + 17 in three calls of four,
+/// deterministic in `seed`), sentinels and guards as for version 1, and the tail region.
+struct NamedSlot {
+  std::string name;
+  std::vector<int64_t> shape;
+  TensorSlot slot;
+  bool output = false;
+};
+struct TensorCallLayout {
+  DType dtype = DType::f32;
+  std::vector<NamedSlot> tensors;
+  size_t tail = 0, total = 0;
+};
+/// Lays out the inputs (name, shape, values) then the outputs (name, shape).
+TensorCallLayout tensor_call_layout(DType d, const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
+                                    const std::vector<std::pair<std::string, std::vector<int64_t>>>& outputs, uint64_t seed);
+/// The block: input values (in the order of `values`), NaN-filled outputs, sentinels, tail.
+std::vector<uint8_t> tensor_call_block(const TensorCallLayout& l, const std::vector<const std::vector<double>*>& values);
+/// "" when the kernel changed nothing but its output elements; else one line naming what it wrote.
+std::string check_untouched(const std::vector<uint8_t>& before, const std::vector<uint8_t>& after, const TensorCallLayout& l);
+
 }  // namespace normcheck::external

@@ -113,7 +113,7 @@ KernelOutputs run_call_forked(const std::string& path, Op op, const LayerNormCas
   const wire::Request req = call_request(op, c, l);
   const IsolatedResult r = run_isolated(
       [&](uint8_t* b, size_t, char* msg, size_t cap) {
-        const nc_plugin* p = open_plugin(path.c_str(), msg, cap);
+        const LoadedPlugin p = open_plugin(path.c_str(), msg, cap);
         if (!p) return 1;
         wire::Reply rep;
         run_plugin_call(p, req, b, rep);
@@ -150,6 +150,14 @@ PluginInfo inspect_plugin(const std::string& path, double timeout_s) {
   for (size_t o = 0; o < 4; ++o)
     for (size_t d = 0; d < 4; ++d)
       if (r.reply.supports[o * 4 + d]) info.supported.emplace_back(kOps[o], kDtypes[d]);
+  for (size_t d = 0; d < 4; ++d) {
+    if (r.reply.supports[4 * 4 + d]) info.grouped_dtypes.push_back(kDtypes[d]);
+    if (r.reply.supports[5 * 4 + d]) info.block_dtypes.push_back(kDtypes[d]);
+  }
+  info.abi_version = r.reply.abi_version;
+  if (!info.block_dtypes.empty() && r.reply.block_form != NC_BLOCK_COMPOSED && r.reply.block_form != NC_BLOCK_DEFERRED)
+    throw std::runtime_error("plugin '" + path + "' supports NC_LINEAR_RMSNORM but declares no block_form (NC_BLOCK_COMPOSED or NC_BLOCK_DEFERRED)");
+  info.block_form = r.reply.block_form == NC_BLOCK_DEFERRED ? "deferred" : "composed";
   pool->release(std::move(w));  // the first worker serves the run's first calls
   info.pool = pool;
   return info;

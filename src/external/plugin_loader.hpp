@@ -9,13 +9,26 @@
 
 namespace normcheck::external {
 
-/// dlopens the library and checks its description; nullptr with the reason in msg when it cannot.
-const nc_plugin* open_plugin(const char* path, char* msg, size_t cap);
+/// A loaded plugin of either ABI version.
+struct LoadedPlugin {
+  const nc_plugin* v1 = nullptr;
+  const nc_plugin_v2* v2 = nullptr;
+  explicit operator bool() const { return v1 || v2; }
+  const char* name() const { return v2 ? v2->name : v1->name; }
+  bool supports(uint32_t op, int dtype) const;
+};
+
+/// dlopens the library and checks its description (normcheck_plugin_v2 first, then _v1); empty with
+/// the reason in msg when it cannot.
+LoadedPlugin open_plugin(const char* path, char* msg, size_t cap);
 
 /// The ABI arguments of a request whose tensors lie at its offsets in `block`.
 nc_norm_args request_args(const wire::Request& req, uint8_t* block);
 
-/// Runs the call and fills status and message of the reply.
-void run_plugin_call(const nc_plugin* p, const wire::Request& req, uint8_t* block, wire::Reply& rep);
+/// Fills the inspect reply: name, supported (op, dtype), ABI version, block form.
+void inspect_plugin_into(const LoadedPlugin& p, wire::Reply& rep);
+
+/// Runs the call (kRun: an nc_norm_args call; kRunCall: an ABI v2 nc_call) and fills status and message.
+void run_plugin_call(const LoadedPlugin& p, const wire::Request& req, uint8_t* block, wire::Reply& rep);
 
 }  // namespace normcheck::external

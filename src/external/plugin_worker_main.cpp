@@ -59,13 +59,7 @@ struct Block {
   }
 };
 
-void inspect(const nc_plugin* p, wire::Reply& rep) {
-  std::snprintf(rep.name, sizeof rep.name, "%s", p->name);
-  for (int op = 0; op < 4; ++op)
-    for (int d = 0; d < 4; ++d) rep.supports[op * 4 + d] = p->supports(static_cast<nc_op>(op), static_cast<nc_dtype>(d)) ? 1 : 0;
-}
-
-void run(const nc_plugin* p, const wire::Request& req, Block& block, wire::Reply& rep) {
+void run(const LoadedPlugin& p, const wire::Request& req, Block& block, wire::Reply& rep) {
   if (!block.ensure(req.block_bytes)) {
     rep.status = wire::kError;
     std::snprintf(rep.message, sizeof rep.message, "the worker cannot map the call's %llu bytes",
@@ -84,7 +78,7 @@ int plugin_worker_main(int argc, char** argv) {
   }
   wire::Request req;
   wire::Reply rep;
-  const nc_plugin* p = nullptr;
+  LoadedPlugin p;
   Block block;
   while (read_request(req)) {
     rep = wire::Reply{};
@@ -94,7 +88,7 @@ int plugin_worker_main(int argc, char** argv) {
       send_reply(rep);
       return 1;
     }
-    if (req.kind == wire::kInspect) inspect(p, rep);
+    if (req.kind == wire::kInspect) inspect_plugin_into(p, rep);
     else run(p, req, block, rep);
     if (!send_reply(rep)) return 1;
   }

@@ -7,9 +7,7 @@
 #include "external/serve.hpp"
 
 namespace normcheck::external {
-namespace {
-
-FileCall block_call(const RmsBlockCase& c, const std::string& form) {
+FileCall block_file_call(const RmsBlockCase& c, const std::string& form) {
   FileCall call;
   call.dtype = c.dtype;
   call.manifest = {{"op", "linear_rmsnorm"}, {"form", form},       {"rows", c.rows}, {"n", c.n},
@@ -21,15 +19,13 @@ FileCall block_call(const RmsBlockCase& c, const std::string& form) {
   return call;
 }
 
-}  // namespace
-
 std::vector<BlockKernelEntry> serve_block_kernels(const ExecSpec& spec, const std::string& form, const std::vector<DType>& dtypes) {
   auto pool = std::make_shared<ServePool>(spec);
   std::vector<BlockKernelEntry> out;
   for (DType dt : dtypes)
     out.push_back({spec.name, dt, dtype_info(dt).default_accum, false,
                    [pool, form](const RmsBlockCase& c) {
-                     FileCallResult r = pool->call(block_call(c, form));
+                     FileCallResult r = pool->call(block_file_call(c, form));
                      BlockOutputs o;
                      o.failure = std::move(r.failure);
                      o.skipped = r.skipped;

@@ -8,9 +8,7 @@
 #include "external/serve.hpp"
 
 namespace normcheck::external {
-namespace {
-
-FileCall grouped_call(const GroupedNormCase& c) {
+FileCall grouped_file_call(const GroupedNormCase& c) {
   const std::vector<int64_t>& shape = c.tensor.shape;
   const std::vector<int64_t> per_channel{case_channel_count(c)};
   FileCall call;
@@ -36,12 +34,10 @@ FileCall grouped_call(const GroupedNormCase& c) {
   return call;
 }
 
-}  // namespace
-
 std::function<GroupedOutputs(const GroupedNormCase&)> serve_grouped_kernel(const ExecSpec& spec) {
   auto pool = std::make_shared<ServePool>(spec);
   return [pool](const GroupedNormCase& c) {
-    const FileCall call = grouped_call(c);
+    const FileCall call = grouped_file_call(c);
     FileCallResult r = pool->call(call);
     GroupedOutputs out;
     out.failure = std::move(r.failure);

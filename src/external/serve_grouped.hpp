@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "external/exec.hpp"
+#include "external/serve.hpp"
 #include "suite/grouped_judge.hpp"
 
 namespace normcheck::external {
@@ -10,5 +11,9 @@ namespace normcheck::external {
 /// A kernel for the grouped suite that calls a serve-mode command (docs/plugins.md, "Serve mode":
 /// the grouped_norm request).
 std::function<GroupedOutputs(const GroupedNormCase&)> serve_grouped_kernel(const ExecSpec& spec);
+
+/// A grouped case's call: manifest fields, inputs x, dy, gamma, beta (and batch norm's running
+/// statistics), outputs y, dx, dgamma, dbeta (and running_mean, running_var, y_inference).
+FileCall grouped_file_call(const GroupedNormCase& c);
 
 }  // namespace normcheck::external

@@ -1,0 +1,213 @@
+/* Test plugins for ABI version 2 (include/normcheck/plugin.h): batch, group and instance norm
+ * (NC_GROUPED_NORM) and the Linear o RMSNorm block in its fused deferred form (NC_LINEAR_RMSNORM),
+ * f32 and f64, computed in double and rounded once, honouring shapes and strides. One source
+ * compiled several ways (NC_BEHAVIOUR):
+ *   V2_GOOD                correct
+ *   V2_WRONG_GROUPS        group norm over one group whatever G is (a wrong G)
+ *   V2_BIAS_IN_CORRECTION  the deferred backward's correction uses <dy, y> instead of <dy, y - b>
+ * It also serves the version 1 LayerNorm forward in f64, to show that one library carries both. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "normcheck/plugin.h"
+
+#define NC_BEHAVIOUR_V2_GOOD 0
+#define NC_BEHAVIOUR_V2_WRONG_GROUPS 1
+#define NC_BEHAVIOUR_V2_BIAS_IN_CORRECTION 2
+#ifndef NC_BEHAVIOUR
+#define NC_BEHAVIOUR NC_BEHAVIOUR_V2_GOOD
+#endif
+
+/* Element e (in memory order of the tensor's shape) of t. */
+static int64_t address(const nc_tensor* t, int64_t e) {
+  int64_t at = 0;
+  for (int k = t->rank - 1; k >= 0; --k) {
+    at += (e % t->shape[k]) * t->strides[k];
+    e /= t->shape[k];
+  }
+  return at;
+}
+
+static double get(const nc_tensor* t, nc_dtype d, int64_t e) {
+  const int64_t a = address(t, e);
+  return d == NC_F32 ? (double)((const float*)t->data)[a] : ((const double*)t->data)[a];
+}
+
+static void set(const nc_tensor* t, nc_dtype d, int64_t e, double v) {
+  const int64_t a = address(t, e);
+  if (d == NC_F32) ((float*)t->data)[a] = (float)v;
+  else ((double*)t->data)[a] = v;
+}
+
+static int64_t count(const nc_tensor* t) {
+  int64_t n = 1;
+  for (int k = 0; k < t->rank; ++k) n *= t->shape[k];
+  return n;
+}
+
+/* Coordinate on axis `axis` of element e. */
+static int64_t coord(const nc_tensor* t, int64_t e, int axis) {
+  for (int k = t->rank - 1; k > axis; --k) e /= t->shape[k];
+  return e % t->shape[axis];
+}
+
+static nc_status grouped(const nc_call* c, char* msg, size_t size) {
+  const nc_tensor *x = &c->in[0], *dy = &c->in[1], *gamma = &c->in[2], *beta = &c->in[3];
+  const nc_dtype d = c->dtype;
+  const int64_t total = count(x), channels = x->shape[c->channel_axis], batch = x->shape[0];
+  int64_t groups = c->groups;
+  if (NC_BEHAVIOUR == NC_BEHAVIOUR_V2_WRONG_GROUPS) groups = 1;
+  const int64_t ngroups = c->kind == NC_BATCH_NORM ? channels : c->kind == NC_INSTANCE_NORM ? batch * channels : batch * groups;
+  double* acc = calloc((size_t)(5 * ngroups), sizeof(double)); /* sum, count, sumsq, sum dz, sum dz z */
+  if (!acc) {
+    snprintf(msg, size, "out of memory");
+    return NC_ERROR;
+  }
+  double *sum = acc, *cnt = acc + ngroups, *sq = acc + 2 * ngroups, *sdz = acc + 3 * ngroups, *sdzz = acc + 4 * ngroups;
+#define GROUP_OF(e)                                                                                          \
+  (c->kind == NC_BATCH_NORM      ? coord(x, e, c->channel_axis)                                              \
+   : c->kind == NC_INSTANCE_NORM ? coord(x, e, 0) * channels + coord(x, e, c->channel_axis)                  \
+                                 : coord(x, e, 0) * groups + coord(x, e, c->channel_axis) / (channels / groups))
+  for (int64_t e = 0; e < total; ++e) {
+    sum[GROUP_OF(e)] += get(x, d, e);
+    cnt[GROUP_OF(e)] += 1;
+  }
+  for (int64_t g = 0; g < ngroups; ++g) sum[g] /= cnt[g]; /* now the mean */
+  for (int64_t e = 0; e < total; ++e) {
+    const double v = get(x, d, e) - sum[GROUP_OF(e)];
+    sq[GROUP_OF(e)] += v * v;
+  }
+  for (int64_t g = 0; g < ngroups; ++g) sq[g] /= cnt[g]; /* now the biased variance */
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    set(&c->out[2], d, ch, 0.0);
+    set(&c->out[3], d, ch, 0.0);
+  }
+  double* dgb = calloc((size_t)(2 * channels), sizeof(double));
+  for (int64_t e = 0; e < total; ++e) {
+    const int64_t g = GROUP_OF(e), ch = coord(x, e, c->channel_axis);
+    const double r = 1.0 / sqrt(sq[g] + c->eps), z = (get(x, d, e) - sum[g]) * r, gy = get(dy, d, e);
+    set(&c->out[0], d, e, z * get(gamma, d, ch) + get(beta, d, ch));
+    const double dz = gy * get(gamma, d, ch);
+    sdz[g] += dz;
+    sdzz[g] += dz * z;
+    dgb[ch] += gy * z;
+    dgb[channels + ch] += gy;
+  }
+  for (int64_t e = 0; e < total; ++e) {
+    const int64_t g = GROUP_OF(e), ch = coord(x, e, c->channel_axis);
+    const double r = 1.0 / sqrt(sq[g] + c->eps), z = (get(x, d, e) - sum[g]) * r;
+    const double dz = get(dy, d, e) * get(gamma, d, ch);
+    set(&c->out[1], d, e, r * (dz - sdz[g] / cnt[g] - z * sdzz[g] / cnt[g]));
+  }
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    set(&c->out[2], d, ch, dgb[ch]);
+    set(&c->out[3], d, ch, dgb[channels + ch]);
+  }
+  if (c->kind == NC_BATCH_NORM) {
+    const nc_tensor *rm = &c->in[4], *rv = &c->in[5];
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      const double k = cnt[ch];
+      set(&c->out[4], d, ch, (1 - c->momentum) * get(rm, d, ch) + c->momentum * sum[ch]);
+      set(&c->out[5], d, ch, (1 - c->momentum) * get(rv, d, ch) + c->momentum * sq[ch] * k / (k - 1));
+    }
+    for (int64_t e = 0; e < total; ++e) {
+      const int64_t ch = coord(x, e, c->channel_axis);
+      set(&c->out[6], d, e, (get(x, d, e) - get(rm, d, ch)) / sqrt(get(rv, d, ch) + c->eps) * get(gamma, d, ch) + get(beta, d, ch));
+    }
+  }
+#undef GROUP_OF
+  free(dgb);
+  free(acc);
+  return NC_OK;
+}
+
+static nc_status block(const nc_call* c, char* msg, size_t size) {
+  const nc_tensor *x = &c->in[0], *g = &c->in[1], *w = &c->in[2], *b = &c->in[3], *dy = &c->in[4];
+  const nc_dtype d = c->dtype;
+  const int64_t rows = x->shape[0], n = x->shape[1], m = w->shape[0];
+  double* r = malloc((size_t)rows * sizeof(double));
+  double* pre = malloc((size_t)(rows * m) * sizeof(double));
+  if (!r || !pre) {
+    free(r);
+    free(pre);
+    snprintf(msg, size, "out of memory");
+    return NC_ERROR;
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j) s += get(x, d, i * n + j) * get(x, d, i * n + j);
+    r[i] = 1.0 / sqrt(s / (double)n + c->eps);
+    for (int64_t k = 0; k < m; ++k) {
+      double t = 0;
+      for (int64_t j = 0; j < n; ++j) t += get(w, d, k * n + j) * get(g, d, j) * get(x, d, i * n + j);
+      pre[i * m + k] = r[i] * t;
+      set(&c->out[0], d, i * m + k, pre[i * m + k] + (b->data ? get(b, d, k) : 0.0));
+    }
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    double corr = 0;
+    for (int64_t k = 0; k < m; ++k) {
+      const double bias = b->data ? get(b, d, k) : 0.0;
+      const double yk = NC_BEHAVIOUR == NC_BEHAVIOUR_V2_BIAS_IN_CORRECTION ? pre[i * m + k] + bias : pre[i * m + k];
+      corr += get(dy, d, i * m + k) * yk;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      double t = 0;
+      for (int64_t k = 0; k < m; ++k) t += get(dy, d, i * m + k) * get(w, d, k * n + j);
+      set(&c->out[1], d, i * n + j, r[i] * get(g, d, j) * t - r[i] * r[i] / (double)n * corr * get(x, d, i * n + j));
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    double dg = 0;
+    for (int64_t k = 0; k < m; ++k) {
+      double t = 0; /* sum_i r_i dy_ik x_ij */
+      for (int64_t i = 0; i < rows; ++i) t += r[i] * get(dy, d, i * m + k) * get(x, d, i * n + j);
+      set(&c->out[2], d, k * n + j, t * get(g, d, j));
+      dg += get(w, d, k * n + j) * t;
+    }
+    set(&c->out[3], d, j, dg);
+  }
+  free(r);
+  free(pre);
+  return NC_OK;
+}
+
+static int supports(uint32_t op, nc_dtype dtype) {
+  if (op == NC_LAYERNORM_FORWARD) return dtype == NC_F64;
+  return (op == NC_GROUPED_NORM || op == NC_LINEAR_RMSNORM) && (dtype == NC_F32 || dtype == NC_F64);
+}
+
+/* The version 1 LayerNorm forward in f64 (two-pass), honouring the row strides. */
+static nc_status run_v1(const nc_norm_args* a, char* msg, size_t size) {
+  if (a->op != NC_LAYERNORM_FORWARD || a->dtype != NC_F64) {
+    snprintf(msg, size, "unsupported");
+    return NC_UNSUPPORTED;
+  }
+  for (int64_t i = 0; i < a->rows; ++i) {
+    const double* x = (const double*)a->x + i * a->x_row_stride;
+    double* y = (double*)a->y + i * a->y_row_stride;
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < a->n; ++j) mean += x[j];
+    mean /= (double)a->n;
+    for (int64_t j = 0; j < a->n; ++j) var += (x[j] - mean) * (x[j] - mean);
+    const double r = 1.0 / sqrt(var / (double)a->n + a->eps);
+    for (int64_t j = 0; j < a->n; ++j)
+      y[j] = (x[j] - mean) * r * ((const double*)a->gamma)[j] + ((const double*)a->beta)[j];
+  }
+  return NC_OK;
+}
+
+static nc_status run_call(const nc_call* c, char* msg, size_t size) {
+  if (!supports(c->op, c->dtype)) {
+    snprintf(msg, size, "unsupported");
+    return NC_UNSUPPORTED;
+  }
+  return c->op == NC_GROUPED_NORM ? grouped(c, msg, size) : block(c, msg, size);
+}
+
+static const nc_plugin_v2 kPlugin = {NORMCHECK_PLUGIN_ABI_VERSION_2, NC_NAME, supports, run_v1, run_call, NC_BLOCK_DEFERRED};
+
+const nc_plugin_v2* normcheck_plugin_v2(void) { return &kPlugin; }

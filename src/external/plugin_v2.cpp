@@ -1,0 +1,150 @@
+#include "external/plugin_v2.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "core/layernorm_case.hpp"
+#include "external/call_layout.hpp"
+#include "external/plugin_pool.hpp"
+#include "external/serve_block.hpp"
+#include "external/serve_grouped.hpp"
+#include "normcheck/plugin.h"
+
+namespace normcheck::external {
+namespace {
+
+/// Positions of the tensors in nc_call.in / nc_call.out (include/normcheck/plugin.h).
+const std::map<std::string, int>& in_positions(uint32_t op) {
+  static const std::map<std::string, int> grouped = {{"x", 0}, {"dy", 1}, {"gamma", 2}, {"beta", 3}, {"running_mean", 4}, {"running_var", 5}};
+  static const std::map<std::string, int> block = {{"x", 0}, {"g", 1}, {"w", 2}, {"b", 3}, {"dy", 4}};
+  return op == NC_GROUPED_NORM ? grouped : block;
+}
+const std::map<std::string, int>& out_positions(uint32_t op) {
+  static const std::map<std::string, int> grouped = {{"y", 0}, {"dx", 1}, {"dgamma", 2}, {"dbeta", 3},
+                                                     {"running_mean", 4}, {"running_var", 5}, {"y_inference", 6}};
+  static const std::map<std::string, int> block = {{"y", 0}, {"dx", 1}, {"dw", 2}, {"dg", 3}};
+  return op == NC_GROUPED_NORM ? grouped : block;
+}
+
+/// The wire tensor of a slot: rank, shape and element strides of its padded rows.
+wire::Tensor wire_tensor(const NamedSlot& t) {
+  wire::Tensor w;
+  w.offset = static_cast<int64_t>(t.slot.offset);
+  w.rank = static_cast<int32_t>(t.shape.size());
+  int64_t stride = 1;
+  for (int k = w.rank - 1; k >= 0; --k) {
+    w.shape[k] = t.shape[static_cast<size_t>(k)];
+    w.strides[k] = stride;
+    stride = k == w.rank - 1 ? t.slot.stride : stride * w.shape[k];
+  }
+  return w;
+}
+
+/// One ABI v2 call of `call` (its tensors) with the scalars of `req`, through a worker of the pool.
+FileCallResult call_v2(PluginPool& pool, const FileCall& call, wire::Request req) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> ins;
+  std::vector<const std::vector<double>*> values;
+  uint64_t seed = 0xcbf29ce484222325ull;
+  for (const NamedTensor& t : call.inputs) {
+    ins.emplace_back(t.name, t.shape);
+    values.push_back(t.values);
+    mix_values(seed, *t.values);
+  }
+  const TensorCallLayout l = tensor_call_layout(call.dtype, ins, call.outputs, seed);
+  const std::vector<uint8_t> before = tensor_call_block(l, values);
+  req.kind = wire::kRunCall;
+  req.block_bytes = l.total;
+  for (const NamedSlot& t : l.tensors) (t.output ? req.out[out_positions(req.op).at(t.name)] : req.in[in_positions(req.op).at(t.name)]) = wire_tensor(t);
+  FileCallResult r;
+  std::unique_ptr<PluginWorker> w = pool.acquire();
+  if (std::string e = w->reserve(l.total); !e.empty()) {
+    r.failure = "plugin worker: " + e;
+    return r;
+  }
+  std::memcpy(w->block(), before.data(), l.total);
+  const WorkerOutcome o = w->call(req);
+  if (!o.ok) {
+    r.failure = "plugin " + o.failure;
+  } else if (o.reply.status == wire::kUnsupported) {
+    r.skipped = true;
+  } else if (o.reply.status != wire::kOk) {
+    r.failure = std::string("plugin ") + o.reply.message;
+  } else {
+    const std::vector<uint8_t> after(w->block(), w->block() + l.total);
+    if (std::string touched = check_untouched(before, after, l); !touched.empty()) r.failure = "plugin: " + touched;
+    else
+      for (const NamedSlot& t : l.tensors)
+        if (t.output) r.outputs[t.name] = read_slot(after, t.slot, call.dtype);
+  }
+  pool.release(std::move(w));
+  return r;
+}
+
+int32_t abi_dtype(DType d) {
+  return d == DType::f16 ? NC_F16 : d == DType::bf16 ? NC_BF16 : d == DType::f32 ? NC_F32 : NC_F64;
+}
+
+int32_t abi_kind(audit::NormKind k) {
+  return k == audit::NormKind::batch_norm ? NC_BATCH_NORM : k == audit::NormKind::group_norm ? NC_GROUP_NORM : NC_INSTANCE_NORM;
+}
+
+std::shared_ptr<PluginPool> pool_of(const PluginInfo& info) { return info.pool ? info.pool : std::make_shared<PluginPool>(info.path, 10.0); }
+
+}  // namespace
+
+std::function<GroupedOutputs(const GroupedNormCase&)> plugin_grouped_kernel(const PluginInfo& info) {
+  const std::shared_ptr<PluginPool> pool = pool_of(info);
+  const std::vector<DType> dtypes = info.grouped_dtypes;
+  return [pool, dtypes](const GroupedNormCase& c) {
+    GroupedOutputs out;
+    if (std::find(dtypes.begin(), dtypes.end(), c.dtype) == dtypes.end()) {
+      out.skipped = true;
+      return out;
+    }
+    const FileCall call = grouped_file_call(c);
+    wire::Request req;
+    req.op = NC_GROUPED_NORM;
+    req.dtype = abi_dtype(c.dtype);
+    req.eps = c.eps;
+    req.momentum = c.momentum;
+    req.norm_kind = abi_kind(c.spec.kind);
+    req.channel_axis = audit::channel_axis(c.tensor.layout);
+    req.groups = c.spec.groups;
+    FileCallResult r = call_v2(*pool, call, req);
+    out.failure = std::move(r.failure);
+    out.skipped = r.skipped;
+    if (out.failure.empty() && !out.skipped)
+      for (const auto& [name, shape] : call.outputs) {
+        out.names.push_back(name);
+        out.values.push_back(std::move(r.outputs[name]));
+      }
+    return out;
+  };
+}
+
+std::vector<BlockKernelEntry> plugin_block_kernels(const PluginInfo& info) {
+  const std::shared_ptr<PluginPool> pool = pool_of(info);
+  std::vector<BlockKernelEntry> out;
+  for (DType dt : info.block_dtypes)
+    out.push_back({info.name, dt, dtype_info(dt).default_accum, false,
+                   [pool, form = info.block_form](const RmsBlockCase& c) {
+                     wire::Request req;
+                     req.op = NC_LINEAR_RMSNORM;
+                     req.dtype = abi_dtype(c.dtype);
+                     req.eps = c.eps;
+                     FileCallResult r = call_v2(*pool, block_file_call(c, form), req);
+                     BlockOutputs o;
+                     o.failure = std::move(r.failure);
+                     o.skipped = r.skipped;
+                     o.y = std::move(r.outputs["y"]);
+                     o.dx = std::move(r.outputs["dx"]);
+                     o.dw = std::move(r.outputs["dw"]);
+                     o.dg = std::move(r.outputs["dg"]);
+                     return o;
+                   },
+                   "plugin:" + info.name, info.block_form});
+  return out;
+}
+
+}  // namespace normcheck::external
