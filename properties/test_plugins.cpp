@@ -195,8 +195,8 @@ TEST(OneDnn, TheSse41PathExceedsTheF32DgammaContractOnSubnormalInputs) {
 
 #if NORMCHECK_HAVE_TORCH
 TEST(Torch, LayerNormAndRmsNormThroughAten) {
-  // Few calls: every call loads libtorch in a fresh child process (about a second each, far more on a
-  // loaded 2-core CI machine, hence the generous per-call timeout: hang detection is tested elsewhere).
+  // A generous per-call timeout: a loaded 2-core CI machine once needed more than 10 s for a call
+  // (hang detection is tested elsewhere; loading the library has its own --serve-startup-timeout).
   const std::string lib = std::string(NORMCHECK_PLUGIN_DIR) + "/libnc_torch.so";
   const std::string patient = " --kernel-timeout 120";
   const fs::path ok = scratch() / "torch_f64.json";
@@ -223,6 +223,30 @@ TEST(Torch, LayerNormAndRmsNormThroughAten) {
   }
   EXPECT_GT(f32_failed, 0);
   EXPECT_EQ(f16_cases, 0);
+}
+
+TEST(Torch, GroupedNormsThroughAtenAndAbiVersion2) {
+  // docs/findings-libtorch.md, grouped norms: native_batch_norm and native_group_norm hold the f32
+  // contract; instance norm (batch norm over the (1, N*C, ...) view) misses beta on one-element
+  // instances, like LayerNorm on one-element rows; bf16 fails the f32-accumulation contract.
+  const std::string lib = std::string(NORMCHECK_PLUGIN_DIR) + "/libnc_torch.so";
+  const fs::path out = scratch() / "torch_grouped.json";
+  const Outcome o = run_cli("run --kernel " + lib + " --report-only --ops grouped_norm --dtypes f32,bf16 --kernel-timeout 120 --out " +
+                            out.string(), "OMP_NUM_THREADS=1");
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  std::map<std::string, std::string> v;
+  const auto j = load_json(out);
+  for (const auto& r : j.at("grouped_norm").at("records")) {
+    EXPECT_EQ(r.at("kernel"), "plugin:libtorch_1_13");
+    v[r.at("storage").get<std::string>() + " " + r.at("kind").get<std::string>() + " " + r.at("output").get<std::string>()] = r.at("verdict");
+  }
+  for (const char* out_name : {"y", "dx", "dgamma", "dbeta"}) {
+    EXPECT_EQ(v[std::string("f32 batch_norm ") + out_name], "pass") << out_name;
+    EXPECT_EQ(v[std::string("f32 group_norm ") + out_name], "pass") << out_name;
+  }
+  EXPECT_EQ(v["f32 batch_norm running_var"], "pass");
+  EXPECT_EQ(v["f32 instance_norm y"], "fail");
+  EXPECT_EQ(v["bf16 group_norm y"], "fail");
 }
 #endif
 

@@ -38,7 +38,8 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
                "external kernels are measured and reported, their failures do not fail the run (third-party code)");
   run.add_option("--serve", o.serve,
                  "a long-running command speaking the serve protocol (one per thread; docs/plugins.md), judged instead of the built-ins");
-  run.add_option("--serve-startup-timeout", o.serve_startup_timeout, "seconds until a serve command prints its ready line (default 120)");
+  run.add_option("--serve-startup-timeout", o.serve_startup_timeout,
+                 "seconds a serve command has to print its ready line, and a plugin worker to load its library (default 120)");
   run.add_option("--block-form", o.block_form,
                  "with --serve and --ops linear_rmsnorm: the form the served block kernel computes, composed or deferred "
                  "(chooses its bound, docs/bounds.md section 11)");

@@ -185,7 +185,7 @@ std::vector<external::PluginInfo> inspect_plugins(const RunOptions& o) {
   std::vector<external::PluginInfo> out;
   for (const std::string& path : o.plugins) {
     try {
-      out.push_back(external::inspect_plugin(path, o.kernel_timeout));
+      out.push_back(external::inspect_plugin(path, o.kernel_timeout, o.serve_startup_timeout));
     } catch (const std::runtime_error& e) {
       throw UsageError(e.what());
     }
@@ -240,7 +240,7 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
   for (const std::string& op : o.ops)
     if (op == kContractionOp || op == kAuditOp || op == kBudgetOp)
       throw UsageError(fmt::format("--ops {} judges built-in kernels only (not in the plugin ABI or serve protocol yet)", op));
-  if (!o.serve.empty() && (!(o.serve_startup_timeout > 0) || !std::isfinite(o.serve_startup_timeout)))
+  if (!(o.serve_startup_timeout > 0) || !std::isfinite(o.serve_startup_timeout))
     throw UsageError(fmt::format("--serve-startup-timeout must be a finite number > 0, got {}", o.serve_startup_timeout));
   const std::vector<std::string> per_op = only(o.ops, [](const std::string& op) { return op != kGroupedOp && op != kBlockOp; });
   RunPlan plan;

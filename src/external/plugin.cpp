@@ -132,8 +132,8 @@ KernelOutputs run_call_forked(const std::string& path, Op op, const LayerNormCas
 
 }  // namespace
 
-PluginInfo inspect_plugin(const std::string& path, double timeout_s) {
-  auto pool = std::make_shared<PluginPool>(path, timeout_s);
+PluginInfo inspect_plugin(const std::string& path, double timeout_s, double startup_s) {
+  auto pool = std::make_shared<PluginPool>(path, timeout_s, startup_s);
   std::unique_ptr<PluginWorker> w = pool->acquire();
   wire::Request req;
   req.kind = wire::kInspect;

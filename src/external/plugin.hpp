@@ -27,7 +27,7 @@ enum class PluginIsolation { worker, fork_per_call };
 /// Opens the plugin in a worker process, checks its ABI version and queries every op x dtype;
 /// throws std::runtime_error with one line (missing file, no normcheck_plugin_v1, wrong ABI,
 /// crash or hang while loading). Calls time out after timeout_s.
-PluginInfo inspect_plugin(const std::string& path, double timeout_s);
+PluginInfo inspect_plugin(const std::string& path, double timeout_s, double startup_s = 120);
 
 /// One kernel entry per supported (op, dtype): kernel "plugin:<name>", variant <name>; every call
 /// runs in another process with the time limit. A crash, hang or NC_ERROR comes back as

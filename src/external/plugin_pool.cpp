@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -59,7 +60,26 @@ std::string PluginWorker::start() {
   request_fd_ = req_write;
   reply_fd_ = rep_read;
   started_ = true;
-  return err;
+  if (!err.empty()) return err;
+  wire::Reply loaded;  // the worker loads the library first and says how it went
+  const std::string e = read_exact(reply_fd_, &loaded, sizeof loaded, monotonic_s() + startup_s_);
+  if (e == "timeout") {
+    child_.kill_group();
+    return fmt::format("timed out after {} s loading the library (killed)", startup_s_);
+  }
+  if (!e.empty()) {
+    child_.wait_until(monotonic_s() + 5);
+    child_.kill_group();
+    return e == "eof" ? child_.ended_how() : "worker " + e;
+  }
+  loaded.message[sizeof loaded.message - 1] = '\0';
+  if (loaded.magic != wire::kMagic) return "the worker's first reply is corrupt";
+  if (loaded.status != wire::kOk) {
+    child_.kill_group();
+    load_failure_ = loaded.message;
+    return loaded.message;
+  }
+  return "";
 }
 
 WorkerOutcome PluginWorker::fail(std::string why) {
@@ -74,7 +94,15 @@ WorkerOutcome PluginWorker::fail(std::string why) {
 WorkerOutcome PluginWorker::call(wire::Request req, double timeout_s) {
   if (!healthy_) return fail("the worker is gone");
   if (!started_)
-    if (std::string e = start(); !e.empty()) return fail(e);
+    if (std::string e = start(); !e.empty()) {
+      WorkerOutcome o = fail(e);
+      if (!load_failure_.empty()) {  // not a crash: the library's own answer (missing file, wrong ABI)
+        o.ok = true;
+        o.reply.status = wire::kLoadFailed;
+        std::snprintf(o.reply.message, sizeof o.reply.message, "%s", load_failure_.c_str());
+      }
+      return o;
+    }
   req.magic = wire::kMagic;
   const double deadline = monotonic_s() + timeout_s;
   std::string e = write_all(request_fd_, &req, sizeof req, deadline);

@@ -24,7 +24,8 @@ struct WorkerOutcome {
 
 class PluginWorker {
  public:
-  PluginWorker(std::string library, double timeout_s) : library_(std::move(library)), timeout_s_(timeout_s) {}
+  PluginWorker(std::string library, double timeout_s, double startup_s)
+      : library_(std::move(library)), timeout_s_(timeout_s), startup_s_(startup_s) {}
   ~PluginWorker();
   PluginWorker(const PluginWorker&) = delete;
   PluginWorker& operator=(const PluginWorker&) = delete;
@@ -42,19 +43,21 @@ class PluginWorker {
   std::string start();
   WorkerOutcome fail(std::string why);
   std::string library_;
-  double timeout_s_;
+  double timeout_s_, startup_s_;
   ChildProcess child_;
   int request_fd_ = -1, reply_fd_ = -1, block_fd_ = -1;
   void* map_ = nullptr;
   size_t map_size_ = 0;
+  std::string load_failure_;  ///< the library could not be loaded (the worker's own sentence)
   bool started_ = false, healthy_ = true;
 };
 
 /// The persistent workers of one plugin library.
 class PluginPool : public WorkerPool<PluginWorker> {
  public:
-  PluginPool(std::string library, double timeout_s)
-      : WorkerPool([library, timeout_s] { return std::make_unique<PluginWorker>(library, timeout_s); }),
+  /// timeout_s per call; startup_s for a worker to load the library.
+  PluginPool(std::string library, double timeout_s, double startup_s = 120)
+      : WorkerPool([library, timeout_s, startup_s] { return std::make_unique<PluginWorker>(library, timeout_s, startup_s); }),
         library_(std::move(library)),
         timeout_s_(timeout_s) {}
   const std::string& library() const { return library_; }

@@ -78,16 +78,14 @@ int plugin_worker_main(int argc, char** argv) {
   }
   wire::Request req;
   wire::Reply rep;
-  LoadedPlugin p;
   Block block;
+  // Load first and say so: the harness gives loading (a large library, a device context) its own
+  // time limit, apart from the calls'.
+  const LoadedPlugin p = open_plugin(argv[2], rep.message, sizeof rep.message);
+  rep.status = p ? wire::kOk : wire::kLoadFailed;
+  if (!send_reply(rep) || !p) return 1;
   while (read_request(req)) {
     rep = wire::Reply{};
-    if (!p) p = open_plugin(argv[2], rep.message, sizeof rep.message);
-    if (!p) {
-      rep.status = wire::kLoadFailed;
-      send_reply(rep);
-      return 1;
-    }
     if (req.kind == wire::kInspect) inspect_plugin_into(p, rep);
     else run(p, req, block, rep);
     if (!send_reply(rep)) return 1;
