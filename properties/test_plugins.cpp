@@ -193,6 +193,27 @@ TEST(OneDnn, TheSse41PathExceedsTheF32DgammaContractOnSubnormalInputs) {
 }
 #endif
 
+#if NORMCHECK_HAVE_ONEDNN
+TEST(OneDnn, BatchNormalizationThroughAbiVersion2) {
+  // docs/findings-onednn.md: oneDNN's batch normalization (training, backward, inference with global
+  // statistics) holds the grouped contract in f32 on the AVX2 path; group and instance norm are not
+  // in oneDNN 2.6 (unsupported: no records).
+  const fs::path out = scratch() / "onednn_bn.json";
+  const Outcome o = run_cli("run --kernel " + std::string(NORMCHECK_PLUGIN_DIR) + "/libnc_onednn.so --report-only --ops grouped_norm "
+                            "--dtypes f32 --grouped-cases 3 --out " + out.string(), "OMP_NUM_THREADS=1 ONEDNN_MAX_CPU_ISA=AVX2");
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto j = load_json(out);
+  std::set<std::string> outputs;
+  for (const auto& r : j.at("grouped_norm").at("records")) {
+    EXPECT_EQ(r.at("kind"), "batch_norm");
+    EXPECT_EQ(r.at("kernel"), "plugin:onednn_avx2");
+    EXPECT_EQ(r.at("verdict"), "pass") << r.dump().substr(0, 400);
+    outputs.insert(r.at("output").get<std::string>());
+  }
+  EXPECT_EQ(outputs.size(), 7u);  // y, dx, dgamma, dbeta, running_mean, running_var, y_inference
+}
+#endif
+
 #if NORMCHECK_HAVE_TORCH
 TEST(Torch, LayerNormAndRmsNormThroughAten) {
   // A generous per-call timeout: a loaded 2-core CI machine once needed more than 10 s for a call

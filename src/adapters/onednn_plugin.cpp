@@ -6,6 +6,10 @@
 // f16, f64 and RMSNorm are not provided by oneDNN 2.6: unsupported (skipped). Scale, shift, mean
 // and variance are f32 in oneDNN; dgamma/dbeta come back in f32 and are rounded to the storage
 // dtype here (one rounding, to nearest even).
+// ABI version 2: batch normalization (NC_GROUPED_NORM, kind NC_BATCH_NORM) forward training,
+// backward and inference with global statistics, on the tensor copied to a plain (N, C, spatial)
+// buffer. oneDNN does not keep running statistics: the adapter updates them from oneDNN's batch mean
+// and (biased) variance, in double, rounded once. Group and instance norm are not in oneDNN 2.6.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cctype>
@@ -50,8 +54,8 @@ void store_f32(const std::vector<float>& v, void* p, nc_dtype dt) {
   }
 }
 
-int supports(nc_op op, nc_dtype dt) {
-  return (op == NC_LAYERNORM_FORWARD || op == NC_LAYERNORM_BACKWARD) && (dt == NC_F32 || dt == NC_BF16);
+int supports(uint32_t op, nc_dtype dt) {
+  return (op == NC_LAYERNORM_FORWARD || op == NC_LAYERNORM_BACKWARD || op == NC_GROUPED_NORM) && (dt == NC_F32 || dt == NC_BF16);
 }
 
 nc_status run_layernorm(const nc_norm_args* a) {
@@ -96,6 +100,147 @@ nc_status run_layernorm(const nc_norm_args* a) {
   return NC_OK;
 }
 
+/// Memory offset (elements) of element (n, c, s) of a tensor whose channel axis is `axis`, with s the
+/// flat index over its other axes in memory order.
+int64_t offset_of(const nc_tensor& t, int axis, int64_t n, int64_t c, int64_t s) {
+  int64_t at = n * t.strides[0] + c * t.strides[axis];
+  for (int k = t.rank - 1; k >= 1; --k) {
+    if (k == axis) continue;
+    at += (s % t.shape[k]) * t.strides[k];
+    s /= t.shape[k];
+  }
+  return at;
+}
+
+float load(const nc_tensor& t, nc_dtype dt, int64_t at) {
+  return dt == NC_F32 ? static_cast<const float*>(t.data)[at] : bf16_to_float(static_cast<const uint16_t*>(t.data)[at]);
+}
+
+void put(const nc_tensor& t, nc_dtype dt, int64_t at, float v) {
+  if (dt == NC_F32) static_cast<float*>(t.data)[at] = v;
+  else static_cast<uint16_t*>(t.data)[at] = float_to_bf16(v);
+}
+
+/// The tensor as a plain (N, C, S) buffer of the storage dtype's bytes, and back.
+std::vector<uint16_t> gather_bf16(const nc_tensor& t, int axis, int64_t n, int64_t c, int64_t s) {
+  std::vector<uint16_t> out(static_cast<size_t>(n * c * s));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t k = 0; k < s; ++k) out[(i * c + j) * s + k] = static_cast<const uint16_t*>(t.data)[offset_of(t, axis, i, j, k)];
+  return out;
+}
+
+std::vector<float> gather_f32(const nc_tensor& t, int axis, int64_t n, int64_t c, int64_t s) {
+  std::vector<float> out(static_cast<size_t>(n * c * s));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t k = 0; k < s; ++k) out[(i * c + j) * s + k] = static_cast<const float*>(t.data)[offset_of(t, axis, i, j, k)];
+  return out;
+}
+
+/// A plain (N, C, S) tensor of the storage dtype, as raw bytes.
+struct Plain {
+  std::vector<float> f32;
+  std::vector<uint16_t> bf16;
+  void* data() { return f32.empty() ? static_cast<void*>(bf16.data()) : static_cast<void*>(f32.data()); }
+};
+
+Plain gather(const nc_tensor& t, nc_dtype dt, int axis, int64_t n, int64_t c, int64_t s) {
+  Plain p;
+  if (dt == NC_F32) p.f32 = gather_f32(t, axis, n, c, s);
+  else p.bf16 = gather_bf16(t, axis, n, c, s);
+  return p;
+}
+
+Plain empty_plain(nc_dtype dt, int64_t count) {
+  Plain p;
+  if (dt == NC_F32) p.f32.resize(static_cast<size_t>(count));
+  else p.bf16.resize(static_cast<size_t>(count));
+  return p;
+}
+
+void scatter(Plain& p, const nc_tensor& t, nc_dtype dt, int axis, int64_t n, int64_t c, int64_t s) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t k = 0; k < s; ++k) {
+        const size_t from = static_cast<size_t>((i * c + j) * s + k);
+        const int64_t at = offset_of(t, axis, i, j, k);
+        if (dt == NC_F32) static_cast<float*>(t.data)[at] = p.f32[from];
+        else static_cast<uint16_t*>(t.data)[at] = p.bf16[from];
+      }
+}
+
+std::vector<float> channel_values(const nc_tensor& t, nc_dtype dt, int64_t c) {
+  std::vector<float> v(static_cast<size_t>(c));
+  for (int64_t j = 0; j < c; ++j) v[static_cast<size_t>(j)] = load(t, dt, j * t.strides[0]);
+  return v;
+}
+
+nc_status run_batch_norm(const nc_call* call) {
+  using namespace dnnl;
+  const nc_tensor& xt = call->in[0];
+  const int axis = call->channel_axis;
+  const int64_t n = xt.shape[0], c = xt.shape[axis];
+  int64_t s = 1;
+  for (int k = 1; k < xt.rank; ++k)
+    if (k != axis) s *= xt.shape[k];
+  engine eng(engine::kind::cpu, 0);
+  stream st(eng);
+  const auto dt = call->dtype == NC_F32 ? memory::data_type::f32 : memory::data_type::bf16;
+  const memory::desc data_md({n, c, s}, dt, memory::format_tag::abc);
+  const memory::desc param_md({c}, memory::data_type::f32, memory::format_tag::a);
+  const auto flags = normalization_flags::use_scale | normalization_flags::use_shift;
+  const float eps = static_cast<float>(call->eps);
+  Plain x = gather(xt, call->dtype, axis, n, c, s), dy = gather(call->in[1], call->dtype, axis, n, c, s);
+  Plain y = empty_plain(call->dtype, n * c * s), dx = empty_plain(call->dtype, n * c * s), yi = empty_plain(call->dtype, n * c * s);
+  std::vector<float> scale = channel_values(call->in[2], call->dtype, c), shift = channel_values(call->in[3], call->dtype, c);
+  std::vector<float> rm = channel_values(call->in[4], call->dtype, c), rv = channel_values(call->in[5], call->dtype, c);
+  std::vector<float> mean(static_cast<size_t>(c)), var(static_cast<size_t>(c)), dscale(static_cast<size_t>(c)), dshift(static_cast<size_t>(c));
+  const batch_normalization_forward::primitive_desc fpd(
+      batch_normalization_forward::desc(prop_kind::forward_training, data_md, eps, flags), eng);
+  memory src(data_md, eng, x.data()), dst(data_md, eng, y.data()), scale_m(param_md, eng, scale.data()), shift_m(param_md, eng, shift.data());
+  memory mean_m(fpd.mean_desc(), eng, mean.data()), var_m(fpd.variance_desc(), eng, var.data());
+  batch_normalization_forward(fpd).execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCALE, scale_m},
+                                                {DNNL_ARG_SHIFT, shift_m}, {DNNL_ARG_MEAN, mean_m}, {DNNL_ARG_VARIANCE, var_m}});
+  const batch_normalization_backward::primitive_desc bpd(
+      batch_normalization_backward::desc(prop_kind::backward, data_md, data_md, eps, flags), eng, fpd);
+  memory ddst(data_md, eng, dy.data()), dsrc(data_md, eng, dx.data()), dscale_m(param_md, eng, dscale.data()), dshift_m(param_md, eng, dshift.data());
+  batch_normalization_backward(bpd).execute(
+      st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, ddst}, {DNNL_ARG_MEAN, mean_m}, {DNNL_ARG_VARIANCE, var_m}, {DNNL_ARG_SCALE, scale_m},
+           {DNNL_ARG_SHIFT, shift_m}, {DNNL_ARG_DIFF_SRC, dsrc}, {DNNL_ARG_DIFF_SCALE, dscale_m}, {DNNL_ARG_DIFF_SHIFT, dshift_m}});
+  const auto gflags = flags | normalization_flags::use_global_stats;  // inference from the statistics before the update
+  const batch_normalization_forward::primitive_desc ipd(
+      batch_normalization_forward::desc(prop_kind::forward_inference, data_md, eps, gflags), eng);
+  std::vector<float> rm0 = rm, rv0 = rv;
+  memory idst(data_md, eng, yi.data()), rm_m(ipd.mean_desc(), eng, rm0.data()), rv_m(ipd.variance_desc(), eng, rv0.data());
+  batch_normalization_forward(ipd).execute(st, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, idst}, {DNNL_ARG_SCALE, scale_m},
+                                                {DNNL_ARG_SHIFT, shift_m}, {DNNL_ARG_MEAN, rm_m}, {DNNL_ARG_VARIANCE, rv_m}});
+  st.wait();
+  scatter(y, call->out[0], call->dtype, axis, n, c, s);
+  scatter(dx, call->out[1], call->dtype, axis, n, c, s);
+  scatter(yi, call->out[6], call->dtype, axis, n, c, s);
+  const double k = static_cast<double>(n * s), m = call->momentum;
+  for (int64_t j = 0; j < c; ++j) {
+    const size_t u = static_cast<size_t>(j);
+    put(call->out[2], call->dtype, j * call->out[2].strides[0], dscale[u]);
+    put(call->out[3], call->dtype, j * call->out[3].strides[0], dshift[u]);
+    put(call->out[4], call->dtype, j * call->out[4].strides[0], static_cast<float>((1 - m) * rm[u] + m * mean[u]));
+    put(call->out[5], call->dtype, j * call->out[5].strides[0], static_cast<float>((1 - m) * rv[u] + m * var[u] * k / (k - 1)));
+  }
+  return NC_OK;
+}
+
+nc_status run_call(const nc_call* call, char* message, size_t size) {
+  if (call->op != NC_GROUPED_NORM || call->kind != NC_BATCH_NORM || !supports(call->op, call->dtype)) return NC_UNSUPPORTED;
+  try {
+    return run_batch_norm(call);
+  } catch (const dnnl::error& e) {
+    if (e.status == dnnl_unimplemented) return NC_UNSUPPORTED;
+    std::snprintf(message, size, "oneDNN: %s", e.what());
+    return NC_ERROR;
+  }
+}
+
 nc_status run(const nc_norm_args* a, char* message, size_t size) {
   if (!supports(a->op, a->dtype)) return NC_UNSUPPORTED;
   try {
@@ -121,7 +266,7 @@ const char* plugin_name() {
 
 }  // namespace
 
-extern "C" const nc_plugin* normcheck_plugin_v1(void) {
-  static const nc_plugin description = {NORMCHECK_PLUGIN_ABI_VERSION, plugin_name(), supports, run};
+extern "C" const nc_plugin_v2* normcheck_plugin_v2(void) {
+  static const nc_plugin_v2 description = {NORMCHECK_PLUGIN_ABI_VERSION_2, plugin_name(), supports, run, run_call, NC_BLOCK_COMPOSED};
   return &description;
 }
