@@ -57,5 +57,8 @@ TEST(Readme, EveryCommandThatNamesAScriptWorksAsPrinted) {
   for (const std::string& c : commands) {
     const Outcome o = run_shell("cd " + root.string() + " && bash -c '" + std::regex_replace(c, std::regex("'"), "'\\''") + "'");
     EXPECT_EQ(o.exit_code, 0) << c << "\n" << o.out.substr(0, 2000) << o.err.substr(0, 2000);
+    // report-only runs exit 0 even when every call fails: a missing Python module must not pass
+    EXPECT_EQ(o.out.find("No module named"), std::string::npos) << c << "\n" << o.out.substr(0, 2000);
+    EXPECT_EQ(o.out.find("nothing was verified"), std::string::npos) << c << "\n" << o.out.substr(0, 2000);
   }
 }

@@ -38,6 +38,7 @@ def serve(over):
             reply = {"status": "ok" if normalize(m["dir"], m, over) else "unsupported"}
         except Exception as e:
             reply = {"status": "error", "message": f"{type(e).__name__}: {e}"}
+        reply["call"] = m["call"]  # the reply names the call it answers
         print(json.dumps(reply), flush=True)
 
 

@@ -35,6 +35,7 @@ def main():
             reply = {"status": "unsupported", "message": str(e)}
         except Exception as e:  # the call fails, the process stays
             reply = {"status": "error", "message": f"{type(e).__name__}: {e}"}
+        reply["call"] = request["call"]  # the reply names the call it answers
         print(json.dumps(reply), flush=True)
 
 

@@ -137,6 +137,7 @@ def main():
             reply = {"status": "unsupported" if "not implemented for" in str(e) else "error", "message": str(e)}
         except Exception as e:
             reply = {"status": "error", "message": f"{type(e).__name__}: {e}"}
+        reply["call"] = request["call"]  # the reply names the call it answers
         print(json.dumps(reply), flush=True)
 
 

@@ -2,6 +2,7 @@
 // side by side in one run (docs/plugins.md, "Calls per second"): the issue-7 baseline (a forked
 // child per plugin call, a new process per exec call) against the persistent paths (plugin
 // workers, serve mode).
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
@@ -12,6 +13,7 @@
 #include "external/child_process.hpp"
 #include "external/exec.hpp"
 #include "external/plugin.hpp"
+#include "external/serve.hpp"
 #include "properties/generators.hpp"
 
 namespace normcheck::cli {
@@ -63,7 +65,8 @@ int bench_external_command(const BenchOptions& o) {
     dt = parse_names<DType>({o.dtype}, parse_dtype, "dtype").at(0);
     if (o.plugin.empty() && o.exec.empty()) throw std::invalid_argument("give --kernel LIB and/or --exec CMD with --serve CMD");
     if (o.exec.empty() != o.serve.empty()) throw std::invalid_argument("--exec and --serve are measured together: give both");
-    if (!(o.timeout > 0)) throw std::invalid_argument("--kernel-timeout must be > 0");
+    if (!(o.timeout > 0) || !std::isfinite(o.timeout)) throw std::invalid_argument("--kernel-timeout must be a finite number > 0");
+    if (o.rows * o.n > (int64_t{1} << 24)) throw std::invalid_argument("--rows x --n must be at most 2^24 elements");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return kExitBadInput;
@@ -85,7 +88,7 @@ int bench_external_command(const BenchOptions& o) {
   }
   if (!o.exec.empty()) {
     const auto per_call = external::exec_kernels({o.exec, "bench", o.timeout}, {op}, {dt});
-    const auto served = external::serve_kernels({o.serve, "bench", o.timeout}, {op}, {dt});
+    const auto served = external::serve_kernels(std::make_shared<external::ServePool>(external::ExecSpec{o.serve, "bench", o.timeout}), {op}, {dt});
     const Timing base = time_calls("exec, a process per call", per_call.at(0), c, o.baseline_calls);
     const Timing fast = time_calls("serve, one process per worker", served.at(0), c, o.calls);
     print_pair(base, fast);

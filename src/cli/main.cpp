@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "external/child_process.hpp"
 #include "external/plugin_worker_main.hpp"
 
 namespace {
@@ -126,6 +127,13 @@ void add_audit_options(CLI::App& c, normcheck::cli::AuditOptions& o) {
   c.add_option("--out", o.out, "JSON record");
 }
 
+/// An interrupted command takes its external workers down with it, then dies of the signal.
+extern "C" void on_fatal_signal(int sig) {
+  normcheck::external::kill_all_children();
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
 std::string joined_args(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
@@ -137,6 +145,7 @@ std::string joined_args(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "__plugin-worker") return normcheck::external::plugin_worker_main(argc, argv);
   std::signal(SIGPIPE, SIG_IGN);  // a dead worker's pipe is an error to report, not a reason to die
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_fatal_signal);  // run installs its own
   CLI::App app{"normcheck: judges normalization kernels against certified arbitrary-precision oracles"};
   app.require_subcommand(1);
   normcheck::cli::RunOptions run_opts;

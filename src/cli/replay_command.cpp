@@ -105,8 +105,18 @@ int replay_block_record(const ReplayOptions& o) {
   }
   const std::string output = rec.at("output").get<std::string>();
   const oracle::CertifiedRmsBlock ref = oracle::certified_rms_block(c);
-  for (const OutputJudgement& j : judge_block_case(*k, c, ref)) {
+  const std::vector<OutputJudgement> judged = judge_block_case(*k, c, ref);
+  if (judged.empty()) {
+    std::printf("the kernel declined the call (unsupported): nothing to replay\n");
+    return kExitCheckFailed;
+  }
+  for (const OutputJudgement& j : judged) {
     if (j.output != output) continue;
+    if (!j.kernel_failure.empty()) {
+      std::printf("block record %lld: linear_rmsnorm %s %s, output %s\nkernel failure: %s\n", static_cast<long long>(*o.block_record),
+                  k->kernel.c_str(), dtype_info(k->storage).name.data(), output.c_str(), j.kernel_failure.c_str());
+      return kExitCheckFailed;
+    }
     std::printf("block record %lld: linear_rmsnorm %s %s(acc %s) %s, output %s\n", static_cast<long long>(*o.block_record),
                 k->variant.c_str(), dtype_info(k->storage).name.data(), dtype_info(k->accum).name.data(),
                 rec.at("property").get<std::string>().c_str(), output.c_str());
@@ -167,6 +177,14 @@ int replay_contraction_record(const ReplayOptions& o) {
 }  // namespace
 
 int replay_command(const ReplayOptions& o) {
+  if (o.kernel_timeout && !(*o.kernel_timeout > 0 && std::isfinite(*o.kernel_timeout))) {
+    std::fprintf(stderr, "normcheck: error: --kernel-timeout must be a finite number > 0\n");
+    return kExitBadInput;
+  }
+  if (!o.dump.empty() && !o.record) {
+    std::fprintf(stderr, "normcheck: error: --dump writes per-op records (--record) only; block and contraction cases are in the report's worst_case\n");
+    return kExitBadInput;
+  }
   if (o.block_record) return replay_block_record(o);
   if (o.contraction_record) return replay_contraction_record(o);
   if (!o.record) {
@@ -178,8 +196,6 @@ int replay_command(const ReplayOptions& o) {
   std::optional<KernelEntry> kernel;
   oracle::CertifiedLayerNorm ref;
   try {
-    if (o.kernel_timeout && !(*o.kernel_timeout > 0 && std::isfinite(*o.kernel_timeout)))
-      throw std::invalid_argument("--kernel-timeout must be a finite number > 0");
     report = read_json_file(o.report);
     rec = record_at(report, *o.record);
     if (rec.at("worst_case").is_null()) throw std::invalid_argument("record has no worst case (no case ran)");

@@ -10,6 +10,8 @@
 #include "external/exec_case.hpp"
 #include "external/npy.hpp"
 #include "external/plugin.hpp"
+#include "external/plugin_v2.hpp"
+#include "external/serve.hpp"
 #include "external/serve_block.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
@@ -46,7 +48,7 @@ KernelEntry external_kernel(const nlohmann::json& report, const std::string& nam
   if (command.empty())
     throw std::invalid_argument(fmt::format("record names {}: give the command with {} 'CMD'", name, serve ? "--serve" : "--exec"));
   const external::ExecSpec e{command, label, spec.timeout_s, spec.serve_startup_s};
-  return (serve ? external::serve_kernels(e, {op}, {dt}) : external::exec_kernels(e, {op}, {dt})).at(0);
+  return (serve ? external::serve_kernels(std::make_shared<external::ServePool>(e), {op}, {dt}) : external::exec_kernels(e, {op}, {dt})).at(0);
 }
 
 nlohmann::json enclosure_json(const CertifiedValue& v) {
@@ -58,11 +60,20 @@ nlohmann::json enclosure_json(const CertifiedValue& v) {
 
 BlockKernelEntry replay_block_kernel(const nlohmann::json& report, const nlohmann::json& rec, DType dtype, const ReplayOptions& o) {
   const ExternalSpecs spec = config_from_report(report).external;
+  const std::string name = rec.at("kernel").get<std::string>();
+  const double timeout_s = o.kernel_timeout.value_or(spec.timeout_s);
+  if (name.rfind("plugin:", 0) == 0) {  // an ABI v2 plugin: its own declared form
+    const std::vector<std::string> paths = o.plugin.empty() ? spec.plugins : std::vector<std::string>{o.plugin};
+    for (const std::string& path : paths)
+      for (BlockKernelEntry& k : external::plugin_block_kernels(external::inspect_plugin(path, timeout_s, spec.serve_startup_s)))
+        if (k.kernel == name && k.storage == dtype) return std::move(k);
+    throw std::invalid_argument("block record names " + name + " but no plugin given (--kernel LIB) or recorded provides it");
+  }
   const std::string command = o.serve.empty() ? spec.serve : o.serve;
   if (command.empty() || spec.block_form.empty())
     throw std::invalid_argument("block record names " + rec.at("kernel").get<std::string>() + ": give the command with --serve 'CMD'");
-  const external::ExecSpec e{command, rec.at("variant").get<std::string>(), o.kernel_timeout.value_or(spec.timeout_s), spec.serve_startup_s};
-  return external::serve_block_kernels(e, spec.block_form, {dtype}).at(0);
+  const external::ExecSpec e{command, rec.at("variant").get<std::string>(), timeout_s, spec.serve_startup_s};
+  return external::serve_block_kernels(std::make_shared<external::ServePool>(e), spec.block_form, {dtype}).at(0);
 }
 
 KernelEntry replay_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o) {

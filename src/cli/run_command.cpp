@@ -13,11 +13,13 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "audit/audit_report.hpp"
 #include "external/exec.hpp"
 #include "external/plugin.hpp"
 #include "external/plugin_v2.hpp"
+#include "external/serve.hpp"
 #include "external/serve_block.hpp"
 #include "external/serve_grouped.hpp"
 #include "cli/commands.hpp"
@@ -197,22 +199,23 @@ bool names_op(const RunOptions& o, const char* op) { return std::find(o.ops.begi
 
 /// The external grouped-norm kernel: an ABI v2 plugin's or the serve command's (one at a time).
 std::optional<GroupedExternalKernel> external_grouped(const RunOptions& o, const std::vector<external::PluginInfo>& plugins,
-                                                      const external::ExecSpec& serve) {
+                                                      const std::shared_ptr<external::ServePool>& serve) {
+  if (!(o.ops.empty() || names_op(o, kGroupedOp))) return std::nullopt;
   std::vector<GroupedExternalKernel> found;
   for (const external::PluginInfo& p : plugins)
     if (!p.grouped_dtypes.empty()) found.push_back({"plugin:" + p.name, external::plugin_grouped_kernel(p), o.report_only});
-  if (!o.serve.empty()) found.push_back({"serve:" + o.exec_name, external::serve_grouped_kernel(serve), o.report_only});
+  if (serve) found.push_back({"serve:" + o.exec_name, external::serve_grouped_kernel(serve), o.report_only});
   if (found.size() > 1) throw UsageError("more than one external grouped-norm kernel (plugins, --serve): judge one at a time");
   if (names_op(o, kGroupedOp) && found.empty())
     throw UsageError("--ops grouped_norm: no external kernel implements it (an ABI v2 plugin with NC_GROUPED_NORM, or --serve)");
-  if (found.empty() || !(o.ops.empty() || names_op(o, kGroupedOp))) return std::nullopt;
+  if (found.empty()) return std::nullopt;
   return found.front();
 }
 
 /// The external block kernels: ABI v2 plugins' (their declared form) and, with --ops linear_rmsnorm,
 /// the serve command's (--block-form).
 std::vector<BlockKernelEntry> external_blocks(const RunOptions& o, const std::vector<external::PluginInfo>& plugins,
-                                              const external::ExecSpec& serve, const std::vector<DType>& dtypes) {
+                                              const std::shared_ptr<external::ServePool>& serve, const std::vector<DType>& dtypes) {
   const bool named = names_op(o, kBlockOp);
   if (!o.block_form.empty() && (!named || o.serve.empty())) throw UsageError("--block-form is for --serve with --ops linear_rmsnorm");
   std::vector<BlockKernelEntry> out;
@@ -220,7 +223,7 @@ std::vector<BlockKernelEntry> external_blocks(const RunOptions& o, const std::ve
   for (const external::PluginInfo& p : plugins)
     for (BlockKernelEntry& k : external::plugin_block_kernels(p))
       if (std::find(dtypes.begin(), dtypes.end(), k.storage) != dtypes.end()) out.push_back(std::move(k));
-  if (named && !o.serve.empty()) {
+  if (named && serve) {
     if (o.block_form != "composed" && o.block_form != "deferred")
       throw UsageError("--ops linear_rmsnorm with --serve needs --block-form composed or --block-form deferred: the form your "
                        "kernel computes chooses its bound (docs/bounds.md section 11)");
@@ -252,11 +255,17 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
   if (!o.exec.empty())
     for (KernelEntry& k : external::exec_kernels({o.exec, o.exec_name, o.kernel_timeout}, cfg.ops, cfg.dtypes))
       cfg.extra_kernels.push_back(std::move(k));
-  const external::ExecSpec serve{o.serve, o.exec_name, o.kernel_timeout, o.serve_startup_timeout};
-  if (!o.serve.empty())
+  // one pool for every section: one long-running process per thread, whatever ops it serves
+  const std::shared_ptr<external::ServePool> serve =
+      o.serve.empty() ? nullptr
+                      : std::make_shared<external::ServePool>(external::ExecSpec{o.serve, o.exec_name, o.kernel_timeout, o.serve_startup_timeout});
+  if (serve)
     for (KernelEntry& k : external::serve_kernels(serve, cfg.ops, cfg.dtypes)) cfg.extra_kernels.push_back(std::move(k));
   cfg.external_report_only = o.report_only;
-  for (const std::string& path : o.plugins) cfg.external.plugins.push_back(std::filesystem::absolute(path).string());
+  // as dlopen found them: a path with a '/' made absolute (replay from another folder), a bare name as
+  // given (dlopen searches the library path for it again)
+  for (const std::string& path : o.plugins)
+    cfg.external.plugins.push_back(path.find('/') == std::string::npos ? path : std::filesystem::absolute(path).string());
   cfg.external.exec = o.exec;
   cfg.external.serve = o.serve;
   cfg.external.name = o.exec_name;
@@ -265,6 +274,8 @@ RunPlan plugin_plan(const RunOptions& o, const RunConfig& base) {
   cfg.external.block_form = o.block_form;
   plan.external = cfg.external;
   if ((o.ops.empty() || !per_op.empty()) && !selected_kernels(cfg).empty()) plan.ops = cfg;
+  if (!per_op.empty() && !plan.ops)
+    throw UsageError(fmt::format("the external kernels implement none of --ops {} in the selected dtypes", fmt::join(per_op, ",")));
   if (std::optional<GroupedExternalKernel> g = external_grouped(o, plugins, serve)) {
     GroupedSuiteConfig gc = *suite_grouped_config(o.suite);
     gc.dtypes = cfg.dtypes;
@@ -325,6 +336,20 @@ RunPlan build_plan(const RunOptions& o) {
     throw UsageError("the selection contains no kernel");
   assign_shards(plan, parse_shard(o.shard));
   return plan;
+}
+
+/// Output elements judged for external kernels in the per-op, block and grouped sections.
+int64_t judged_external_elements(const RunResult& r, const std::optional<BlockSuiteResult>& block,
+                                 const std::optional<GroupedSuiteResult>& grouped) {
+  int64_t n = 0;
+  for (const Record& rec : r.records)
+    if (is_external_kernel_name(rec.key.kernel)) n += rec.acc.count() + rec.kernel_failures;
+  if (block)
+    for (const BlockRecord& rec : block->records)
+      if (rec.kernel != "builtin") n += rec.acc.count() + rec.kernel_failures;
+  if (grouped)
+    for (const GroupedRecord& rec : grouped->records) n += rec.acc.count() + rec.kernel_failures;
+  return n;
 }
 
 extern "C" void on_stop_signal(int) { stop_requested() = true; }
@@ -441,7 +466,9 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   const bool grouped_ok = !plan.grouped || (grouped && grouped_suite_passed(*grouped, plan.grouped->external && plan.grouped->external->report_only));
   report["port_hamiltonian"] = budget ? budget_suite_json(*plan.budget, *budget) : nlohmann::json();
   const bool budget_ok = !plan.budget || (budget && budget_suite_passed(*budget));
-  const bool passed = run_passed(result) && block_ok && contraction_ok && audit_ok && grouped_ok && budget_ok;
+  // An external kernel that declined every call (unsupported) verified nothing: that is not a pass.
+  const bool declined_everything = plan.external.any() && judged_external_elements(result, block, grouped) == 0;
+  const bool passed = run_passed(result) && block_ok && contraction_ok && audit_ok && grouped_ok && budget_ok && !declined_everything;
   report["run"]["passed"] = passed;
   report["run"]["complete"] = !result.interrupted && (!plan.block || (block && !block->interrupted)) &&
                               (!plan.contraction || (contraction && !contraction->interrupted)) &&
@@ -454,6 +481,8 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   if (!o.quiet && contraction) print_contraction_summary(*contraction);
   if (!o.quiet && grouped) print_grouped_summary(*grouped);
   if (!o.quiet && audits) print_audit_summary(*audits);
+  if (declined_everything)
+    std::printf("the external kernels declined every call (unsupported) or none was judged: nothing was verified\n");
   const int64_t done = result.cases_done + (block ? block->cases_done : 0) + (contraction ? contraction->cases_done : 0) +
                        (grouped ? grouped->cases_done : 0) + (budget ? budget->cases_done : 0);
   std::printf("report: %s (%s, %lld/%lld cases)%s\n", o.out.c_str(), passed ? "PASSED" : "FAILED",

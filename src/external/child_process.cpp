@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -49,10 +50,28 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
   return out;
 }
 
-/// Milliseconds until the deadline for poll(), at least 0.
+/// Children still running, for kill_all_children (0 = free slot).
+constexpr int kMaxLive = 1024;
+std::atomic<pid_t> g_live[kMaxLive];
+
+void register_live(pid_t pid) {
+  for (auto& slot : g_live) {
+    pid_t free = 0;
+    if (slot.compare_exchange_strong(free, pid)) return;
+  }
+}
+
+void unregister_live(pid_t pid) {
+  for (auto& slot : g_live) {
+    pid_t p = pid;
+    if (slot.compare_exchange_strong(p, 0)) return;
+  }
+}
+
+/// Milliseconds until the deadline for poll(), at least 0 (a non-finite deadline counts as passed).
 int poll_ms(double deadline_s) {
   const double left = deadline_s - monotonic_s();
-  if (left <= 0) return 0;
+  if (!(left > 0)) return 0;
   return left > 3600 ? 3600000 : static_cast<int>(left * 1000.0) + 1;
 }
 
@@ -63,7 +82,7 @@ std::string wait_ready(int fd, short events, double deadline_s) {
     const int r = poll(&p, 1, poll_ms(deadline_s));
     if (r > 0) return "";
     if (r == 0) {
-      if (monotonic_s() >= deadline_s) return "timeout";
+      if (!(monotonic_s() < deadline_s)) return "timeout";
       continue;
     }
     if (errno != EINTR) return std::string("poll failed: ") + std::strerror(errno);
@@ -71,6 +90,13 @@ std::string wait_ready(int fd, short events, double deadline_s) {
 }
 
 }  // namespace
+
+void kill_all_children() {
+  for (auto& slot : g_live) {
+    const pid_t pid = slot.load();
+    if (pid > 0) kill(-pid, SIGKILL);
+  }
+}
 
 double monotonic_s() {
   timespec t{};
@@ -106,18 +132,30 @@ std::string ChildProcess::spawn(const SpawnSpec& spec) {
   for (const auto& fd : spec.fds) highest_target = std::max(highest_target, fd.second);
   std::vector<int> copies;
   bool mapped[3] = {false, false, false};
+  int rc_actions = 0;
   for (const auto& [from, to] : spec.fds) {
     const int copy = fcntl(from, F_DUPFD_CLOEXEC, highest_target + 1);
+    if (copy < 0) rc_actions = errno;
     copies.push_back(copy);
-    posix_spawn_file_actions_adddup2(&actions, copy, to);
+    if (copy >= 0) rc_actions = rc_actions ? rc_actions : posix_spawn_file_actions_adddup2(&actions, copy, to);
     if (to >= 0 && to < 3) mapped[to] = true;
   }
-  if (!mapped[0] && !spec.stdin_path.empty())
-    posix_spawn_file_actions_addopen(&actions, 0, spec.stdin_path.c_str(), O_RDONLY, 0);
-  if (!mapped[1] && !spec.stdout_path.empty())
-    posix_spawn_file_actions_addopen(&actions, 1, spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (!mapped[2] && !spec.stderr_path.empty())
-    posix_spawn_file_actions_addopen(&actions, 2, spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!mapped[0] && !spec.stdin_path.empty() && !rc_actions)
+    rc_actions = posix_spawn_file_actions_addopen(&actions, 0, spec.stdin_path.c_str(), O_RDONLY, 0);
+  if (!mapped[1] && !spec.stdout_path.empty() && !rc_actions)
+    rc_actions = posix_spawn_file_actions_addopen(&actions, 1, spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!mapped[2] && !spec.stderr_path.empty() && !rc_actions)
+    rc_actions = posix_spawn_file_actions_addopen(&actions, 2, spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  // Nothing else of the harness's reaches the child: descriptors opened without O_CLOEXEC (report
+  // and journal streams of other threads, whatever normcheck inherited) are closed in it.
+  if (!rc_actions) rc_actions = posix_spawn_file_actions_addclosefrom_np(&actions, highest_target + 1);
+  if (rc_actions) {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    for (const int copy : copies)
+      if (copy >= 0) close(copy);
+    return fmt::format("cannot prepare the child's descriptors: {}", std::strerror(rc_actions));
+  }
   std::vector<std::string> args = spec.argv;
   std::vector<std::string> env = child_environment(spec.env);
   std::vector<char*> argv = c_strings(args), envp = c_strings(env);
@@ -131,6 +169,7 @@ std::string ChildProcess::spawn(const SpawnSpec& spec) {
   pid_ = pid;
   reaped_ = false;
   status_ = 0;
+  register_live(pid);
   return "";
 }
 
@@ -141,6 +180,7 @@ bool ChildProcess::wait_until(double deadline_s) {
     if (w == pid_) {
       reaped_ = true;
       kill(-pid_, SIGKILL);  // the group: whatever the child left running
+      unregister_live(pid_);
       pid_ = -pid_;          // no longer running
       return true;
     }
@@ -148,7 +188,7 @@ bool ChildProcess::wait_until(double deadline_s) {
       kill_group();
       return true;
     }
-    if (monotonic_s() >= deadline_s) return false;
+    if (!(monotonic_s() < deadline_s)) return false;
     usleep(200);
   }
 }
@@ -159,6 +199,7 @@ void ChildProcess::kill_group() {
     kill(pid_, SIGKILL);
     while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
     }
+    unregister_live(pid_);
     reaped_ = true;
     pid_ = -pid_;
   }

@@ -48,6 +48,10 @@ class ChildProcess {
 /// Monotonic seconds.
 double monotonic_s();
 
+/// Kills the process group of every child still running (async-signal-safe: for the harness's
+/// SIGINT/SIGTERM handlers, so that no worker outlives an interrupted normcheck).
+void kill_all_children();
+
 /// Writes all bytes to fd before the deadline: "" on success, else why not.
 std::string write_all(int fd, const void* data, size_t size, double deadline_s);
 /// Reads exactly `size` bytes before the deadline: "" on success, "eof" at end of file, "timeout", or why not.

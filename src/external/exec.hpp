@@ -28,10 +28,6 @@ struct ExecSpec {
 /// One kernel entry per (op, dtype): kernel "exec:<name>", variant <name>.
 std::vector<KernelEntry> exec_kernels(const ExecSpec& spec, const std::vector<Op>& ops, const std::vector<DType>& dtypes);
 
-/// One kernel entry per (op, dtype) served by long-running processes: kernel "serve:<name>". A
-/// process that crashes, hangs or breaks the protocol fails its call and is replaced.
-std::vector<KernelEntry> serve_kernels(const ExecSpec& spec, const std::vector<Op>& ops, const std::vector<DType>& dtypes);
-
 /// The axis audit's probe through serve mode: a function of x (memory order) that calls the
 /// long-running command with op "normalize" (the exec manifest's fields); it throws
 /// std::runtime_error with one line when the call fails.

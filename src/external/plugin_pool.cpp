@@ -1,5 +1,6 @@
 #include "external/plugin_pool.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -28,8 +29,11 @@ PluginWorker::~PluginWorker() {
 
 std::string PluginWorker::reserve(size_t bytes) {
   if (block_fd_ < 0) {
-    block_fd_ = memfd_create("normcheck_plugin_call", MFD_CLOEXEC);
+    block_fd_ = memfd_create("normcheck_plugin_call", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (block_fd_ < 0) return std::string("cannot create the shared call block: ") + std::strerror(errno);
+    // a plugin holds the file on fd 5: it must not shrink it under the harness's mapping (SIGBUS)
+    if (fcntl(block_fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_SEAL) != 0)
+      return std::string("cannot seal the shared call block: ") + std::strerror(errno);
   }
   if (bytes <= map_size_ && map_) return "";
   const size_t size = std::max(bytes, 2 * map_size_);

@@ -3,12 +3,14 @@
 // closes. A crash or hang here is the harness's recorded kernel failure; the harness replaces it.
 #include "external/plugin_worker_main.hpp"
 
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "external/plugin_loader.hpp"
 
@@ -69,6 +71,17 @@ void run(const LoadedPlugin& p, const wire::Request& req, Block& block, wire::Re
   run_plugin_call(p, req, static_cast<uint8_t*>(block.data), rep);
 }
 
+/// Exits the worker when the harness goes away (its request pipe's writer closes), even while a
+/// plugin call hangs in the main thread.
+void start_orphan_watchdog() {
+  std::thread([] {
+    for (;;) {
+      pollfd p{wire::kRequestFd, 0, 0};
+      if (poll(&p, 1, -1) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))) _exit(0);
+    }
+  }).detach();
+}
+
 }  // namespace
 
 int plugin_worker_main(int argc, char** argv) {
@@ -76,6 +89,7 @@ int plugin_worker_main(int argc, char** argv) {
     std::fprintf(stderr, "normcheck: error: __plugin-worker is started by normcheck itself\n");
     return 2;
   }
+  start_orphan_watchdog();
   wire::Request req;
   wire::Reply rep;
   Block block;

@@ -38,11 +38,26 @@ class ServeWorker {
   ServeWorker(const ServeWorker&) = delete;
   ServeWorker& operator=(const ServeWorker&) = delete;
   bool healthy() const { return healthy_; }
+  bool start_failed() const { return start_failed_; }
 
+  /// One call; never throws (a malformed reply is a failure of the call, and the process goes).
   FileCallResult call(const FileCall& c) {
     FileCallResult out;
+    try {
+      return call_unguarded(c);
+    } catch (const std::exception& e) {
+      return failed(out, std::string("serve: ") + e.what());
+    }
+  }
+
+ private:
+  FileCallResult call_unguarded(const FileCall& c) {
+    FileCallResult out;
     if (!started_)
-      if (std::string e = start(); !e.empty()) return failed(out, e);
+      if (std::string e = start(); !e.empty()) {
+        start_failed_ = true;
+        return failed(out, e);
+      }
     nlohmann::json request = c.manifest;
     try {
       request["inputs"] = write_inputs(c);
@@ -63,14 +78,22 @@ class ServeWorker {
     request["call"] = ++calls_;
     nlohmann::json reply;
     if (std::string e = exchange(request.dump() + "\n", reply, spec_.timeout_s); !e.empty()) return failed(out, e);
-    const std::string status = reply.value("status", "");
-    if (status == "unsupported") {
+    // A reply must answer this call, alone: an extra line or another call's number would credit one
+    // call's outputs to another, so the process is replaced.
+    const nlohmann::json* status = reply.contains("status") && reply.at("status").is_string() ? &reply.at("status") : nullptr;
+    const bool answers = reply.contains("call") && reply.at("call").is_number_integer() && reply.at("call").get<int64_t>() == calls_;
+    if (!status || !answers || !pending_.empty())
+      return failed(out, "serve command broke the protocol: the reply to call " + std::to_string(calls_) +
+                             " must be one line with \"call\": " + std::to_string(calls_) +
+                             " and \"status\": \"ok\", \"unsupported\" or \"error\"; got " + reply.dump().substr(0, 160));
+    if (*status == "unsupported") {
       out.skipped = true;
       return out;
     }
-    if (status != "ok") {  // the process answered: it stays
-      out.failure = "serve command: " + (status == "error" ? reply.value("message", std::string("error without a message"))
-                                                           : "reply without status ok, unsupported or error: " + reply.dump().substr(0, 200));
+    if (*status != "ok") {  // the process answered: it stays
+      const bool message = reply.contains("message") && reply.at("message").is_string();
+      out.failure = "serve command: " + (*status == "error" ? (message ? reply.at("message").get<std::string>() : "error without a message")
+                                                            : "reply with status " + status->dump().substr(0, 40));
       return out;
     }
     try {
@@ -82,7 +105,6 @@ class ServeWorker {
     return out;
   }
 
- private:
   nlohmann::json write_inputs(const FileCall& c) {
     nlohmann::json names = nlohmann::json::object();
     for (const NamedTensor& t : c.inputs) {
@@ -112,7 +134,7 @@ class ServeWorker {
     if (!e.empty()) return "serve: " + e;
     nlohmann::json ready;
     if (std::string r = exchange("", ready, spec_.startup_timeout_s); !r.empty()) return r + " (before its ready line)";
-    if (!ready.value("ready", false))
+    if (!ready.contains("ready") || ready.at("ready") != true)
       return "serve command's first line is not {\"ready\": true}: " + ready.dump().substr(0, 200);
     return "";
   }
@@ -163,20 +185,27 @@ class ServeWorker {
   int to_child_ = -1, from_child_ = -1;
   std::string pending_;
   int64_t calls_ = 0;
-  bool started_ = false, healthy_ = true;
+  bool started_ = false, healthy_ = true, start_failed_ = false;
 };
 
 struct ServePool::Impl {
   explicit Impl(ExecSpec spec) : pool([spec] { return std::make_unique<ServeWorker>(spec); }) {}
   WorkerPool<ServeWorker> pool;
+  StartFailures start_failures;
 };
 
-ServePool::ServePool(ExecSpec spec) : impl_(std::make_unique<Impl>(std::move(spec))) {}
+ServePool::ServePool(ExecSpec spec) : spec_(spec), impl_(std::make_unique<Impl>(std::move(spec))) {}
 ServePool::~ServePool() = default;
 
 FileCallResult ServePool::call(const FileCall& c) {
+  FileCallResult r;
+  if (std::string broken = impl_->start_failures.given_up(); !broken.empty()) {
+    r.failure = broken;
+    return r;
+  }
   std::unique_ptr<ServeWorker> w = impl_->pool.acquire();
-  FileCallResult r = w->call(c);
+  r = w->call(c);
+  impl_->start_failures.note(w->start_failed(), r.failure);
   impl_->pool.release(std::move(w));
   return r;
 }
@@ -235,8 +264,9 @@ std::function<std::vector<double>(const std::vector<double>&)> serve_normalize(
   };
 }
 
-std::vector<KernelEntry> serve_kernels(const ExecSpec& spec, const std::vector<Op>& ops, const std::vector<DType>& dtypes) {
-  auto pool = std::make_shared<ServePool>(spec);
+std::vector<KernelEntry> serve_kernels(const std::shared_ptr<ServePool>& pool, const std::vector<Op>& ops,
+                                       const std::vector<DType>& dtypes) {
+  const ExecSpec& spec = pool->spec();
   std::vector<KernelEntry> out;
   for (Op op : ops)
     for (DType dt : dtypes)

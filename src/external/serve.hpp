@@ -44,10 +44,18 @@ class ServePool {
   explicit ServePool(ExecSpec spec);
   ~ServePool();
   FileCallResult call(const FileCall& c);
+  const ExecSpec& spec() const { return spec_; }
 
  private:
+  ExecSpec spec_;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// One kernel entry per (op, dtype) served by the pool's processes: kernel "serve:<name>". A process
+/// that crashes, hangs or breaks the protocol fails its call and is replaced. Every section of a run
+/// shares one pool: one process per thread, whatever ops it serves.
+std::vector<KernelEntry> serve_kernels(const std::shared_ptr<ServePool>& pool, const std::vector<Op>& ops,
+                                       const std::vector<DType>& dtypes);
 
 }  // namespace normcheck::external

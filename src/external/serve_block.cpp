@@ -19,8 +19,9 @@ FileCall block_file_call(const RmsBlockCase& c, const std::string& form) {
   return call;
 }
 
-std::vector<BlockKernelEntry> serve_block_kernels(const ExecSpec& spec, const std::string& form, const std::vector<DType>& dtypes) {
-  auto pool = std::make_shared<ServePool>(spec);
+std::vector<BlockKernelEntry> serve_block_kernels(const std::shared_ptr<ServePool>& pool, const std::string& form,
+                                                  const std::vector<DType>& dtypes) {
+  const ExecSpec& spec = pool->spec();
   std::vector<BlockKernelEntry> out;
   for (DType dt : dtypes)
     out.push_back({spec.name, dt, dtype_info(dt).default_accum, false,

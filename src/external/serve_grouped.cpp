@@ -34,8 +34,7 @@ FileCall grouped_file_call(const GroupedNormCase& c) {
   return call;
 }
 
-std::function<GroupedOutputs(const GroupedNormCase&)> serve_grouped_kernel(const ExecSpec& spec) {
-  auto pool = std::make_shared<ServePool>(spec);
+std::function<GroupedOutputs(const GroupedNormCase&)> serve_grouped_kernel(const std::shared_ptr<ServePool>& pool) {
   return [pool](const GroupedNormCase& c) {
     const FileCall call = grouped_file_call(c);
     FileCallResult r = pool->call(call);

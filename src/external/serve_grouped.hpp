@@ -10,7 +10,7 @@ namespace normcheck::external {
 
 /// A kernel for the grouped suite that calls a serve-mode command (docs/plugins.md, "Serve mode":
 /// the grouped_norm request).
-std::function<GroupedOutputs(const GroupedNormCase&)> serve_grouped_kernel(const ExecSpec& spec);
+std::function<GroupedOutputs(const GroupedNormCase&)> serve_grouped_kernel(const std::shared_ptr<ServePool>& pool);
 
 /// A grouped case's call: manifest fields, inputs x, dy, gamma, beta (and batch norm's running
 /// statistics), outputs y, dx, dgamma, dbeta (and running_mean, running_var, y_inference).

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace normcheck::external {
@@ -34,6 +35,29 @@ class WorkerPool {
   std::function<std::unique_ptr<Worker>()> make_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<Worker>> idle_;
+};
+
+/// Consecutive failures to start a worker: after kGiveUp of them the command or library is taken to
+/// be broken and every further call fails at once with the last reason (instead of waiting out the
+/// startup time limit once per call).
+class StartFailures {
+ public:
+  static constexpr int kGiveUp = 3;
+  void note(bool start_failed, const std::string& why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    count_ = start_failed ? count_ + 1 : 0;
+    if (start_failed) last_ = why;
+  }
+  /// "" while workers may still start; else the failure every call now gets.
+  std::string given_up() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return count_ < kGiveUp ? "" : last_ + " (" + std::to_string(kGiveUp) + " workers in a row failed to start: not tried again)";
+  }
+
+ private:
+  std::mutex mutex_;
+  int count_ = 0;
+  std::string last_;
 };
 
 }  // namespace normcheck::external

@@ -198,9 +198,11 @@ std::vector<OutputJudgement> judge_block_case(const BlockKernelEntry& k, const R
   const BlockBound b = rms_block_bound(c, ref, t.bound, k.accum);
   const BlockOutputs out = k.run(c);
   std::vector<OutputJudgement> result;
+  if (out.skipped) return result;  // declined: nothing to judge
   for (const std::string& name : block_outputs())
-    result.push_back(judge_tensor(name, block_output(out, name), block_reference(ref, name), block_bound_of(b, name),
-                                  nullptr, c.dtype, t.max_ratio));
+    result.push_back(out.failure.empty() ? judge_tensor(name, block_output(out, name), block_reference(ref, name),
+                                                        block_bound_of(b, name), nullptr, c.dtype, t.max_ratio)
+                                         : failed_call(name, out.failure));
   return result;
 }
 
