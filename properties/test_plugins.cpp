@@ -392,7 +392,7 @@ TEST(CallLayout, EveryByteOutsideTheOutputElementsIsCheckedAfterTheCall) {
   const auto touched = [&](size_t at) {
     std::vector<uint8_t> after = before;
     after[at] ^= 0x01;
-    return check_untouched(before, after, l);
+    return check_untouched(before.data(), after.data(), l);
   };
   const size_t item = 4;
   EXPECT_EQ(touched(l.y.offset + (9 + 2) * item), "");  // y row 1, column 2: the kernel's to write
@@ -402,6 +402,6 @@ TEST(CallLayout, EveryByteOutsideTheOutputElementsIsCheckedAfterTheCall) {
   EXPECT_NE(touched(l.y.offset + (3 * 9 + 7) * item).find("past the end of y (guard element 7)"), std::string::npos);
   EXPECT_NE(touched(l.total - 1).find("past the end of the call's last tensor"), std::string::npos);
   // Outputs start as the NaN sentinel, padding too; inputs hold the case's values.
-  EXPECT_TRUE(std::isnan(read_slot(before, l.y, DType::f32)[4]));
-  EXPECT_EQ(read_slot(before, l.x, DType::f32), c.x);
+  EXPECT_TRUE(std::isnan(read_slot(before.data(), l.y, DType::f32)[4]));
+  EXPECT_EQ(read_slot(before.data(), l.x, DType::f32), c.x);
 }

@@ -50,10 +50,10 @@ std::vector<uint8_t> call_block(const LayerNormCase& c, Op op, const CallLayout&
 
 /// "" when the kernel changed nothing but its output elements; else one line naming the first
 /// input element, input padding or output padding/guard element it wrote.
-std::string check_untouched(const std::vector<uint8_t>& before, const std::vector<uint8_t>& after, const CallLayout& l);
+std::string check_untouched(const uint8_t* before, const uint8_t* after, const CallLayout& l);
 
 /// The rows x n values of an output slot.
-std::vector<double> read_slot(const std::vector<uint8_t>& block, const TensorSlot& s, DType d);
+std::vector<double> read_slot(const uint8_t* block, const TensorSlot& s, DType d);
 
 /// An ABI v2 call's tensors (any rank, seen as rows x n with n the last dimension): each in its slot
 /// with padded rows where the shape has rows (stride n + 1 ... n + 17 in three calls of four,
@@ -75,6 +75,6 @@ TensorCallLayout tensor_call_layout(DType d, const std::vector<std::pair<std::st
 /// The block: input values (in the order of `values`), NaN-filled outputs, sentinels, tail.
 std::vector<uint8_t> tensor_call_block(const TensorCallLayout& l, const std::vector<const std::vector<double>*>& values);
 /// "" when the kernel changed nothing but its output elements; else one line naming what it wrote.
-std::string check_untouched(const std::vector<uint8_t>& before, const std::vector<uint8_t>& after, const TensorCallLayout& l);
+std::string check_untouched(const uint8_t* before, const uint8_t* after, const TensorCallLayout& l);
 
 }  // namespace normcheck::external

@@ -63,8 +63,8 @@ wire::Request call_request(Op op, const LayerNormCase& c, const CallLayout& l) {
 }
 
 /// The outputs of a finished call, or the failure naming what the kernel wrote where it must not.
-KernelOutputs read_outputs(Op op, const LayerNormCase& c, const CallLayout& l, const std::vector<uint8_t>& before,
-                           const std::vector<uint8_t>& after) {
+KernelOutputs read_outputs(Op op, const LayerNormCase& c, const CallLayout& l, const uint8_t* before,
+                           const uint8_t* after) {
   KernelOutputs out;
   if (const std::string touched = check_untouched(before, after, l); !touched.empty()) {
     out.failure = "plugin: " + touched;
@@ -100,7 +100,7 @@ KernelOutputs run_call(PluginPool& pool, Op op, const LayerNormCase& c) {
     out.failure = std::string("plugin ") + r.reply.message;
   } else {
     const std::vector<uint8_t> after(w->block(), w->block() + l.total);
-    out = read_outputs(op, c, l, input, after);
+    out = read_outputs(op, c, l, input.data(), after.data());  // a snapshot: checked and read alike
   }
   pool.release(std::move(w));
   return out;
@@ -127,7 +127,7 @@ KernelOutputs run_call_forked(const std::string& path, Op op, const LayerNormCas
     else out.failure = "plugin " + r.failure;
     return out;
   }
-  return read_outputs(op, c, l, input, r.bytes);
+  return read_outputs(op, c, l, input.data(), r.bytes.data());
 }
 
 }  // namespace

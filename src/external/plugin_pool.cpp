@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include <fmt/format.h>
 
@@ -24,7 +25,9 @@ PluginWorker::~PluginWorker() {
   close_fd(reply_fd_);
   child_.kill_group();
   if (map_) munmap(map_, map_size_);
+  if (control_) munmap(control_, wire::kControlBytes);
   close_fd(block_fd_);
+  close_fd(control_fd_);
 }
 
 std::string PluginWorker::reserve(size_t bytes) {
@@ -51,12 +54,19 @@ std::string PluginWorker::reserve(size_t bytes) {
 
 std::string PluginWorker::start() {
   if (std::string r = reserve(1); !r.empty()) return r;
+  control_fd_ = memfd_create("normcheck_plugin_control", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (control_fd_ < 0 || ftruncate(control_fd_, static_cast<off_t>(wire::kControlBytes)) != 0 ||
+      fcntl(control_fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    return std::string("cannot create the worker's control page: ") + std::strerror(errno);
+  void* page = mmap(nullptr, wire::kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, control_fd_, 0);
+  if (page == MAP_FAILED) return std::string("cannot map the worker's control page: ") + std::strerror(errno);
+  control_ = new (page) wire::Control();
   const auto [req_read, req_write] = cloexec_pipe();
   const auto [rep_read, rep_write] = cloexec_pipe();
   if (req_read < 0 || rep_read < 0) return "cannot create the worker's pipes";
   SpawnSpec spec;
   spec.argv = {"/proc/self/exe", "__plugin-worker", library_};
-  spec.fds = {{req_read, wire::kRequestFd}, {rep_write, wire::kReplyFd}, {block_fd_, wire::kBlockFd}};
+  spec.fds = {{req_read, wire::kRequestFd}, {rep_write, wire::kReplyFd}, {block_fd_, wire::kBlockFd}, {control_fd_, wire::kControlFd}};
   spec.stdout_path = "/dev/null";  // a chatty plugin never mixes into normcheck's summary; stderr is kept
   const std::string err = child_.spawn(spec);
   close(req_read);
@@ -86,6 +96,24 @@ std::string PluginWorker::start() {
   return "";
 }
 
+/// Waits for the reply numbered `seq`: spins a little, then sleeps on the reply pipe. "" when it
+/// came, "timeout", "eof" (the worker died) or why not.
+std::string PluginWorker::wait_reply(uint64_t seq, double deadline) {
+  const double spin_until = monotonic_s() + 1e-6 * wire::kHarnessSpinUs;
+  while (control_->reply_seq.load() != seq)
+    if (monotonic_s() > spin_until) break;
+  while (control_->reply_seq.load() != seq) {
+    control_->harness_sleeping.store(1);
+    if (control_->reply_seq.load() == seq) break;
+    char wake[1];
+    const std::string e = read_exact(reply_fd_, wake, 1, deadline);  // a wake-up byte, end of file or the deadline
+    control_->harness_sleeping.store(0);
+    if (!e.empty()) return control_->reply_seq.load() == seq ? "" : e;
+  }
+  control_->harness_sleeping.store(0);
+  return "";
+}
+
 WorkerOutcome PluginWorker::fail(std::string why) {
   healthy_ = false;
   close_fd(request_fd_);
@@ -109,9 +137,16 @@ WorkerOutcome PluginWorker::call(wire::Request req, double timeout_s) {
     }
   req.magic = wire::kMagic;
   const double deadline = monotonic_s() + timeout_s;
-  std::string e = write_all(request_fd_, &req, sizeof req, deadline);
+  control_->request = req;
+  control_->request_seq.store(++seq_);
+  std::string e;
+  if (control_->worker_sleeping.load()) {
+    const char wake = 1;
+    e = write_all(request_fd_, &wake, 1, deadline);
+  }
+  if (e.empty()) e = wait_reply(seq_, deadline);
   WorkerOutcome o;
-  if (e.empty()) e = read_exact(reply_fd_, &o.reply, sizeof o.reply, deadline);
+  if (e.empty()) o.reply = control_->reply;
   if (e == "timeout") {
     child_.kill_group();
     return fail(fmt::format("timed out after {} s (killed)", timeout_s));

@@ -45,9 +45,12 @@ class PluginWorker {
   std::string library_;
   double timeout_s_, startup_s_;
   ChildProcess child_;
-  int request_fd_ = -1, reply_fd_ = -1, block_fd_ = -1;
+  std::string wait_reply(uint64_t seq, double deadline);
+  int request_fd_ = -1, reply_fd_ = -1, block_fd_ = -1, control_fd_ = -1;
   void* map_ = nullptr;
   size_t map_size_ = 0;
+  wire::Control* control_ = nullptr;  ///< the shared control page
+  uint64_t seq_ = 0;
   std::string load_failure_;  ///< the library could not be loaded (the worker's own sentence)
   bool started_ = false, healthy_ = true;
 };

@@ -72,10 +72,10 @@ FileCallResult call_v2(PluginPool& pool, const FileCall& call, wire::Request req
     r.failure = std::string("plugin ") + o.reply.message;
   } else {
     const std::vector<uint8_t> after(w->block(), w->block() + l.total);
-    if (std::string touched = check_untouched(before, after, l); !touched.empty()) r.failure = "plugin: " + touched;
+    if (std::string touched = check_untouched(before.data(), after.data(), l); !touched.empty()) r.failure = "plugin: " + touched;
     else
       for (const NamedSlot& t : l.tensors)
-        if (t.output) r.outputs[t.name] = read_slot(after, t.slot, call.dtype);
+        if (t.output) r.outputs[t.name] = read_slot(after.data(), t.slot, call.dtype);
   }
   pool.release(std::move(w));
   return r;

@@ -1,13 +1,17 @@
 #pragma once
 /// The messages between the harness and a plugin worker process (`normcheck __plugin-worker LIB`):
-/// fixed-size structs over two pipes (requests on fd 3, replies on fd 4); the call's tensors live in
-/// a shared memory file on fd 5 that the harness sizes before each call (offsets, never pointers).
+/// fixed-size structs in a shared control page (fd 6) with sequence numbers both sides spin on for a
+/// few microseconds before they sleep; two pipes (fd 3 to the worker, fd 4 back) carry only wake-up
+/// bytes, end of file when a side dies, and the worker's first reply (did the library load). The
+/// call's tensors live in a shared memory file on fd 5 that the harness sizes before each call
+/// (offsets, never pointers).
+#include <atomic>
 #include <cstdint>
 
 namespace normcheck::external::wire {
 
 inline constexpr uint32_t kMagic = 0x6e63776bu;  // "ncwk"
-inline constexpr int kRequestFd = 3, kReplyFd = 4, kBlockFd = 5;
+inline constexpr int kRequestFd = 3, kReplyFd = 4, kBlockFd = 5, kControlFd = 6;
 inline constexpr int kSlots = 8;  ///< x, gamma, beta, dy, y, dx, dgamma, dbeta
 
 enum Kind : uint32_t { kInspect = 0, kRun = 1, kRunCall = 2 };  ///< kRunCall: an ABI v2 nc_call
@@ -50,5 +54,24 @@ struct Reply {
   int32_t block_form = -1;                       ///< inspect: v2 plugins' nc_block_form
   char message[1024] = {};
 };
+
+/// The shared control page: the current request and reply and their sequence numbers. A side that
+/// stops spinning sets its `*_sleeping` flag, re-checks the sequence number and blocks on its pipe;
+/// the other side writes one wake-up byte when it sees the flag (sequentially consistent atomics:
+/// no lost wake-up).
+struct Control {
+  std::atomic<uint64_t> request_seq{0}, reply_seq{0};
+  std::atomic<uint32_t> worker_sleeping{0}, harness_sleeping{0};
+  Request request;
+  Reply reply;
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "the control page needs lock-free atomics across processes");
+inline constexpr size_t kControlBytes = (sizeof(Control) + 4095) / 4096 * 4096;
+
+/// Busy-wait budgets before sleeping on the pipe, in microseconds: the worker waits this long for
+/// the next request after a reply (the harness prepares it meanwhile), the harness this long for a
+/// reply (a small call returns in microseconds). Sleeping and waking a process costs tens of
+/// microseconds on a virtual machine; spinning a little is far cheaper per call.
+inline constexpr double kWorkerSpinUs = 200, kHarnessSpinUs = 100;
 
 }  // namespace normcheck::external::wire

@@ -5,6 +5,7 @@
 
 #include <poll.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,17 +18,42 @@
 namespace normcheck::external {
 namespace {
 
-bool read_request(wire::Request& r) {
-  auto* p = reinterpret_cast<char*>(&r);
-  size_t left = sizeof r;
-  while (left > 0) {
-    const ssize_t k = read(wire::kRequestFd, p, left);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return false;  // the harness closed the pipe (or died): done
-    p += k;
-    left -= static_cast<size_t>(k);
+double now_us() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return 1e6 * static_cast<double>(t.tv_sec) + 1e-3 * static_cast<double>(t.tv_nsec);
+}
+
+/// Waits for a request newer than `last`: spins a little, then sleeps on the request pipe. False
+/// when the harness has gone (end of file).
+bool wait_for_request(wire::Control& c, uint64_t last) {
+  const double until = now_us() + wire::kWorkerSpinUs;
+  while (c.request_seq.load() == last)
+    if (now_us() > until) break;
+  while (c.request_seq.load() == last) {
+    c.worker_sleeping.store(1);
+    if (c.request_seq.load() != last) {
+      c.worker_sleeping.store(0);
+      break;
+    }
+    char wake[64];
+    const ssize_t k = read(wire::kRequestFd, wake, sizeof wake);
+    c.worker_sleeping.store(0);
+    if (k == 0 || (k < 0 && errno != EINTR)) return false;  // the harness closed the pipe (or died): done
   }
-  return r.magic == wire::kMagic;
+  return true;
+}
+
+/// Publishes the reply and wakes the harness if it sleeps.
+bool publish(wire::Control& c, const wire::Reply& rep, uint64_t seq) {
+  c.reply = rep;
+  c.reply_seq.store(seq);
+  if (c.harness_sleeping.load()) {
+    const char wake = 1;
+    while (write(wire::kReplyFd, &wake, 1) < 0)
+      if (errno != EINTR) return false;
+  }
+  return true;
 }
 
 bool send_reply(const wire::Reply& r) {
@@ -90,19 +116,34 @@ int plugin_worker_main(int argc, char** argv) {
     return 2;
   }
   start_orphan_watchdog();
-  wire::Request req;
   wire::Reply rep;
   Block block;
+  void* page = mmap(nullptr, wire::kControlBytes, PROT_READ | PROT_WRITE, MAP_SHARED, wire::kControlFd, 0);
+  if (page == MAP_FAILED) {
+    std::snprintf(rep.message, sizeof rep.message, "the worker cannot map its control page");
+    rep.status = wire::kLoadFailed;
+    send_reply(rep);
+    return 1;
+  }
+  auto& control = *static_cast<wire::Control*>(page);
   // Load first and say so: the harness gives loading (a large library, a device context) its own
   // time limit, apart from the calls'.
   const LoadedPlugin p = open_plugin(argv[2], rep.message, sizeof rep.message);
   rep.status = p ? wire::kOk : wire::kLoadFailed;
   if (!send_reply(rep) || !p) return 1;
-  while (read_request(req)) {
+  for (uint64_t last = 0; wait_for_request(control, last);) {
+    last = control.request_seq.load();
+    const wire::Request req = control.request;
     rep = wire::Reply{};
-    if (req.kind == wire::kInspect) inspect_plugin_into(p, rep);
-    else run(p, req, block, rep);
-    if (!send_reply(rep)) return 1;
+    if (req.magic != wire::kMagic) {
+      rep.status = wire::kError;
+      std::snprintf(rep.message, sizeof rep.message, "the worker received a corrupt request");
+    } else if (req.kind == wire::kInspect) {
+      inspect_plugin_into(p, rep);
+    } else {
+      run(p, req, block, rep);
+    }
+    if (!publish(control, rep, last)) return 1;
   }
   return 0;
 }
