@@ -76,6 +76,18 @@ TEST(Plugins, ACrashIsRecordedWithItsCaseAndTheRunGoesOn) {
   EXPECT_NE(journal.find("\"case\""), std::string::npos);
 }
 
+TEST(Plugins, AFloodOfBytesIntoTheReplyPipeDoesNotStopTheTimeLimit) {
+  // A hostile plugin writes wake-up bytes into its worker's reply pipe for ever and hangs: the
+  // harness drains them and still kills the worker at --kernel-timeout.
+  const fs::path out = scratch() / "plugin_flood.json";
+  const Outcome o = run_cli("run --kernel " + plugin("flood") + " --kernel-timeout 0.5 --ops layernorm_forward --dtypes f64 "
+                            "--generators normal --cases 2 --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  const auto j = load_json(out);
+  EXPECT_EQ(j.at("records").at(0).at("kernel_failures").at("cases").get<int64_t>(), 2);
+  EXPECT_NE(j.at("records").at(0).at("kernel_failures").at("first").get<std::string>().find("timed out after 0.5 s"), std::string::npos);
+}
+
 TEST(Plugins, AHangIsKilledAtTheTimeLimit) {
   const fs::path out = scratch() / "plugin_hang.json";
   const Outcome o = run_cli("run --kernel " + plugin("hang") +
@@ -198,11 +210,11 @@ TEST(OneDnn, TheSse41PathExceedsTheF32DgammaContractOnSubnormalInputs) {
 #if NORMCHECK_HAVE_ONEDNN
 TEST(OneDnn, BatchNormalizationThroughAbiVersion2) {
   // docs/findings-onednn.md: oneDNN's batch normalization (training, backward, inference with global
-  // statistics) holds the grouped contract in f32 on the AVX2 path; group and instance norm are not
-  // in oneDNN 2.6 (unsupported: no records).
+  // statistics) holds the grouped contract in f32 on the AVX2 path, one-element channels included (80
+  // cases per layout draw some); group and instance norm are not in oneDNN 2.6 (unsupported: no records).
   const fs::path out = scratch() / "onednn_bn.json";
   const Outcome o = run_cli("run --kernel " + std::string(NORMCHECK_PLUGIN_DIR) + "/libnc_onednn.so --report-only --ops grouped_norm "
-                            "--dtypes f32 --grouped-cases 3 --out " + out.string(), "OMP_NUM_THREADS=1 ONEDNN_MAX_CPU_ISA=AVX2");
+                            "--dtypes f32 --grouped-cases 80 --threads 2 --out " + out.string(), "OMP_NUM_THREADS=1 ONEDNN_MAX_CPU_ISA=AVX2");
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   const auto j = load_json(out);
   std::set<std::string> outputs;

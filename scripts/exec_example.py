@@ -108,7 +108,8 @@ def compute_grouped(case_dir, m, wrong_groups=False):
     mom = float(m["momentum"])
     rm, rv = load(path("running_mean"), dtype), load(path("running_var"), dtype)
     store(out("running_mean"), (1 - mom) * rm + mom * mean.reshape(c), dtype)
-    store(out("running_var"), (1 - mom) * rv + mom * var.reshape(c) * k / (k - 1), dtype)
+    unbias = k / (k - 1) if k > 1 else 1.0  # one element per channel: factor 1, as normcheck's contract
+    store(out("running_var"), (1 - mom) * rv + mom * var.reshape(c) * unbias, dtype)
     yi = (x - rm[None, :, None]) / np.sqrt(rv[None, :, None] + eps) * g + b
     store(out("y_inference"), from_ncs(yi), dtype)
 

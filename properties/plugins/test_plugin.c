@@ -14,6 +14,8 @@
  *   TRUNCATE           computes in a wider type (double for f32, long double for f64) and
  *                      truncates the outputs toward zero
  *   ROUND_AWAY         the same, rounding the outputs away from zero
+ * A hostile one (issue 15): FLOOD writes bytes into the worker's reply pipe (fd 4) from a thread
+ *   for ever and hangs: the harness's time limit must still fire.
  * f16 and bf16 are computed in float. Compiled with -ffp-contract=off: every operation rounds as
  * written. */
 #include <math.h>
@@ -41,6 +43,7 @@
 #define NC_BEHAVIOUR_FLUSH_SUBNORMAL 10
 #define NC_BEHAVIOUR_TRUNCATE 11
 #define NC_BEHAVIOUR_ROUND_AWAY 12
+#define NC_BEHAVIOUR_FLOOD 13
 
 #define DIRECTED (NC_BEHAVIOUR == NC_BEHAVIOUR_TRUNCATE || NC_BEHAVIOUR == NC_BEHAVIOUR_ROUND_AWAY)
 #define ALL_DTYPES (NC_BEHAVIOUR >= NC_BEHAVIOUR_NAN && !DIRECTED)
@@ -235,7 +238,25 @@ static void compute(compute_kind kind, int backward, int rms, int64_t rows, int6
 #undef RUN_AS
 }
 
+#if NC_BEHAVIOUR == NC_BEHAVIOUR_FLOOD
+#include <pthread.h>
+#include <unistd.h>
+static void* flood(void* unused) {
+  static char bytes[65536];
+  (void)unused;
+  for (;;)
+    if (write(4, bytes, sizeof bytes) < 0) usleep(100);
+  return NULL;
+}
+#endif
+
 static nc_status run(const nc_norm_args* a, char* message, size_t size) {
+#if NC_BEHAVIOUR == NC_BEHAVIOUR_FLOOD
+  pthread_t t;
+  pthread_create(&t, NULL, flood, NULL);
+  for (volatile int spin = 1; spin;) {
+  }
+#endif
   if (NC_BEHAVIOUR == NC_BEHAVIOUR_CRASH && a->n > 64) {
     volatile int* p = NULL;
     *p = 1;

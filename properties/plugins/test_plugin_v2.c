@@ -109,9 +109,9 @@ static nc_status grouped(const nc_call* c, char* msg, size_t size) {
   if (c->kind == NC_BATCH_NORM) {
     const nc_tensor *rm = &c->in[4], *rv = &c->in[5];
     for (int64_t ch = 0; ch < channels; ++ch) {
-      const double k = cnt[ch];
+      const double k = cnt[ch], unbias = k > 1 ? k / (k - 1) : 1.0; /* one element: factor 1, as the contract */
       set(&c->out[4], d, ch, (1 - c->momentum) * get(rm, d, ch) + c->momentum * sum[ch]);
-      set(&c->out[5], d, ch, (1 - c->momentum) * get(rv, d, ch) + c->momentum * sq[ch] * k / (k - 1));
+      set(&c->out[5], d, ch, (1 - c->momentum) * get(rv, d, ch) + c->momentum * sq[ch] * unbias);
     }
     for (int64_t e = 0; e < total; ++e) {
       const int64_t ch = coord(x, e, c->channel_axis);

@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -121,6 +122,21 @@ void put(const nc_tensor& t, nc_dtype dt, int64_t at, float v) {
   else static_cast<uint16_t*>(t.data)[at] = float_to_bf16(v);
 }
 
+/// A double rounded once to the storage dtype: to f32 directly; to bf16 through f32 rounded to odd
+/// (truncate, then set the last bit when inexact), which makes the final rounding to nearest even
+/// the only one.
+void put_double(const nc_tensor& t, nc_dtype dt, int64_t at, double v) {
+  float f = static_cast<float>(v);
+  if (dt == NC_BF16 && std::isfinite(f) && static_cast<double>(f) != v) {
+    if (std::fabs(static_cast<double>(f)) > std::fabs(v)) f = std::nextafter(f, 0.0f);
+    uint32_t w;
+    std::memcpy(&w, &f, 4);
+    w |= 1u;
+    std::memcpy(&f, &w, 4);
+  }
+  put(t, dt, at, f);
+}
+
 /// The tensor as a plain (N, C, S) buffer of the storage dtype's bytes, and back.
 std::vector<uint16_t> gather_bf16(const nc_tensor& t, int axis, int64_t n, int64_t c, int64_t s) {
   std::vector<uint16_t> out(static_cast<size_t>(n * c * s));
@@ -219,13 +235,14 @@ nc_status run_batch_norm(const nc_call* call) {
   scatter(y, call->out[0], call->dtype, axis, n, c, s);
   scatter(dx, call->out[1], call->dtype, axis, n, c, s);
   scatter(yi, call->out[6], call->dtype, axis, n, c, s);
-  const double k = static_cast<double>(n * s), m = call->momentum;
+  // the unbiased variance's factor k/(k-1); 1 for a single element per channel (as the contract has it)
+  const double k = static_cast<double>(n * s), m = call->momentum, unbias = k > 1 ? k / (k - 1) : 1.0;
   for (int64_t j = 0; j < c; ++j) {
     const size_t u = static_cast<size_t>(j);
     put(call->out[2], call->dtype, j * call->out[2].strides[0], dscale[u]);
     put(call->out[3], call->dtype, j * call->out[3].strides[0], dshift[u]);
-    put(call->out[4], call->dtype, j * call->out[4].strides[0], static_cast<float>((1 - m) * rm[u] + m * mean[u]));
-    put(call->out[5], call->dtype, j * call->out[5].strides[0], static_cast<float>((1 - m) * rv[u] + m * var[u] * k / (k - 1)));
+    put_double(call->out[4], call->dtype, j * call->out[4].strides[0], (1 - m) * rm[u] + m * mean[u]);
+    put_double(call->out[5], call->dtype, j * call->out[5].strides[0], (1 - m) * rv[u] + m * var[u] * unbias);
   }
   return NC_OK;
 }

@@ -1,6 +1,7 @@
 #include "external/plugin_pool.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -103,15 +104,50 @@ std::string PluginWorker::wait_reply(uint64_t seq, double deadline) {
   while (control_->reply_seq.load() != seq)
     if (monotonic_s() > spin_until) break;
   while (control_->reply_seq.load() != seq) {
+    // the deadline holds whatever the worker writes into the pipe (a flood of wake-up bytes)
+    const double left = deadline - monotonic_s();
+    if (!(left > 0)) return "timeout";
     control_->harness_sleeping.store(1);
     if (control_->reply_seq.load() == seq) break;
-    char wake[1];
-    const std::string e = read_exact(reply_fd_, wake, 1, deadline);  // a wake-up byte, end of file or the deadline
+    pollfd p{reply_fd_, POLLIN, 0};
+    const int r = poll(&p, 1, left > 3600 ? 3600000 : static_cast<int>(left * 1000.0) + 1);
+    if (r < 0 && errno != EINTR) {
+      control_->harness_sleeping.store(0);
+      return std::string("poll failed: ") + std::strerror(errno);
+    }
+    if (r > 0) {
+      char wake[4096];  // every pending wake-up byte at once
+      const ssize_t k = read(reply_fd_, wake, sizeof wake);
+      if (k == 0) {  // the worker is gone (perhaps right after replying)
+        control_->harness_sleeping.store(0);
+        dead_ = true;
+        return control_->reply_seq.load() == seq ? "" : "eof";
+      }
+    }
     control_->harness_sleeping.store(0);
-    if (!e.empty()) return control_->reply_seq.load() == seq ? "" : e;
   }
   control_->harness_sleeping.store(0);
   return "";
+}
+
+bool PluginWorker::process_gone() {
+  pollfd p{reply_fd_, POLLIN, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) return true;
+  char wake[4096];  // stale wake-up bytes from an earlier call
+  return read(reply_fd_, wake, sizeof wake) == 0;
+}
+
+void PluginWorker::discard_process() {
+  close_fd(request_fd_);
+  close_fd(reply_fd_);
+  child_.kill_group();
+  if (control_) munmap(control_, wire::kControlBytes);
+  control_ = nullptr;
+  close_fd(control_fd_);
+  started_ = false;
+  dead_ = false;
+  seq_ = 0;
 }
 
 WorkerOutcome PluginWorker::fail(std::string why) {
@@ -125,6 +161,9 @@ WorkerOutcome PluginWorker::fail(std::string why) {
 
 WorkerOutcome PluginWorker::call(wire::Request req, double timeout_s) {
   if (!healthy_) return fail("the worker is gone");
+  // A worker that died between calls (a plugin thread aborting after its call returned) is not
+  // this case's failure: start a new one for it.
+  if (started_ && process_gone()) discard_process();
   if (!started_)
     if (std::string e = start(); !e.empty()) {
       WorkerOutcome o = fail(e);
@@ -158,7 +197,11 @@ WorkerOutcome PluginWorker::call(wire::Request req, double timeout_s) {
   }
   if (o.reply.magic != wire::kMagic) {
     child_.kill_group();
-    return fail("the worker's reply is corrupt (something wrote into its reply pipe)");
+    return fail("the worker's reply is corrupt (something overwrote its shared control page)");
+  }
+  if (dead_) {  // it replied, then died: the reply stands, the worker goes
+    child_.kill_group();
+    healthy_ = false;
   }
   o.reply.message[sizeof o.reply.message - 1] = '\0';
   o.reply.name[sizeof o.reply.name - 1] = '\0';

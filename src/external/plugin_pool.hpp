@@ -46,13 +46,15 @@ class PluginWorker {
   double timeout_s_, startup_s_;
   ChildProcess child_;
   std::string wait_reply(uint64_t seq, double deadline);
+  bool process_gone();     ///< the worker process has exited (its reply pipe hung up)
+  void discard_process();  ///< closes, kills and forgets the process; the next call starts another
   int request_fd_ = -1, reply_fd_ = -1, block_fd_ = -1, control_fd_ = -1;
   void* map_ = nullptr;
   size_t map_size_ = 0;
   wire::Control* control_ = nullptr;  ///< the shared control page
   uint64_t seq_ = 0;
   std::string load_failure_;  ///< the library could not be loaded (the worker's own sentence)
-  bool started_ = false, healthy_ = true;
+  bool started_ = false, healthy_ = true, dead_ = false;
 };
 
 /// The persistent workers of one plugin library.
