@@ -137,20 +137,13 @@ void put_double(const nc_tensor& t, nc_dtype dt, int64_t at, double v) {
   put(t, dt, at, f);
 }
 
-/// The tensor as a plain (N, C, S) buffer of the storage dtype's bytes, and back.
-std::vector<uint16_t> gather_bf16(const nc_tensor& t, int axis, int64_t n, int64_t c, int64_t s) {
-  std::vector<uint16_t> out(static_cast<size_t>(n * c * s));
+/// The tensor as a plain (N, C, S) buffer of its storage elements (float or uint16_t bf16 bits).
+template <class T>
+std::vector<T> gather_as(const nc_tensor& t, int axis, int64_t n, int64_t c, int64_t s) {
+  std::vector<T> out(static_cast<size_t>(n * c * s));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < c; ++j)
-      for (int64_t k = 0; k < s; ++k) out[(i * c + j) * s + k] = static_cast<const uint16_t*>(t.data)[offset_of(t, axis, i, j, k)];
-  return out;
-}
-
-std::vector<float> gather_f32(const nc_tensor& t, int axis, int64_t n, int64_t c, int64_t s) {
-  std::vector<float> out(static_cast<size_t>(n * c * s));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < c; ++j)
-      for (int64_t k = 0; k < s; ++k) out[(i * c + j) * s + k] = static_cast<const float*>(t.data)[offset_of(t, axis, i, j, k)];
+      for (int64_t k = 0; k < s; ++k) out[(i * c + j) * s + k] = static_cast<const T*>(t.data)[offset_of(t, axis, i, j, k)];
   return out;
 }
 
@@ -163,8 +156,8 @@ struct Plain {
 
 Plain gather(const nc_tensor& t, nc_dtype dt, int axis, int64_t n, int64_t c, int64_t s) {
   Plain p;
-  if (dt == NC_F32) p.f32 = gather_f32(t, axis, n, c, s);
-  else p.bf16 = gather_bf16(t, axis, n, c, s);
+  if (dt == NC_F32) p.f32 = gather_as<float>(t, axis, n, c, s);
+  else p.bf16 = gather_as<uint16_t>(t, axis, n, c, s);
   return p;
 }
 

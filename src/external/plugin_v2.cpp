@@ -111,15 +111,7 @@ std::function<GroupedOutputs(const GroupedNormCase&)> plugin_grouped_kernel(cons
     req.norm_kind = abi_kind(c.spec.kind);
     req.channel_axis = audit::channel_axis(c.tensor.layout);
     req.groups = c.spec.groups;
-    FileCallResult r = call_v2(*pool, call, req);
-    out.failure = std::move(r.failure);
-    out.skipped = r.skipped;
-    if (out.failure.empty() && !out.skipped)
-      for (const auto& [name, shape] : call.outputs) {
-        out.names.push_back(name);
-        out.values.push_back(std::move(r.outputs[name]));
-      }
-    return out;
+    return grouped_outputs_of(call, call_v2(*pool, call, req));
   };
 }
 
@@ -133,15 +125,7 @@ std::vector<BlockKernelEntry> plugin_block_kernels(const PluginInfo& info) {
                      req.op = NC_LINEAR_RMSNORM;
                      req.dtype = abi_dtype(c.dtype);
                      req.eps = c.eps;
-                     FileCallResult r = call_v2(*pool, block_file_call(c, form), req);
-                     BlockOutputs o;
-                     o.failure = std::move(r.failure);
-                     o.skipped = r.skipped;
-                     o.y = std::move(r.outputs["y"]);
-                     o.dx = std::move(r.outputs["dx"]);
-                     o.dw = std::move(r.outputs["dw"]);
-                     o.dg = std::move(r.outputs["dg"]);
-                     return o;
+                     return block_outputs_of(call_v2(*pool, block_file_call(c, form), req));
                    },
                    "plugin:" + info.name, info.block_form});
   return out;

@@ -19,23 +19,24 @@ FileCall block_file_call(const RmsBlockCase& c, const std::string& form) {
   return call;
 }
 
+BlockOutputs block_outputs_of(FileCallResult r) {
+  BlockOutputs o;
+  o.failure = std::move(r.failure);
+  o.skipped = r.skipped;
+  o.y = std::move(r.outputs["y"]);
+  o.dx = std::move(r.outputs["dx"]);
+  o.dw = std::move(r.outputs["dw"]);
+  o.dg = std::move(r.outputs["dg"]);
+  return o;
+}
+
 std::vector<BlockKernelEntry> serve_block_kernels(const std::shared_ptr<ServePool>& pool, const std::string& form,
                                                   const std::vector<DType>& dtypes) {
   const ExecSpec& spec = pool->spec();
   std::vector<BlockKernelEntry> out;
   for (DType dt : dtypes)
     out.push_back({spec.name, dt, dtype_info(dt).default_accum, false,
-                   [pool, form](const RmsBlockCase& c) {
-                     FileCallResult r = pool->call(block_file_call(c, form));
-                     BlockOutputs o;
-                     o.failure = std::move(r.failure);
-                     o.skipped = r.skipped;
-                     o.y = std::move(r.outputs["y"]);
-                     o.dx = std::move(r.outputs["dx"]);
-                     o.dw = std::move(r.outputs["dw"]);
-                     o.dg = std::move(r.outputs["dg"]);
-                     return o;
-                   },
+                   [pool, form](const RmsBlockCase& c) { return block_outputs_of(pool->call(block_file_call(c, form))); },
                    "serve:" + spec.name, form});
   return out;
 }

@@ -17,4 +17,7 @@ std::vector<BlockKernelEntry> serve_block_kernels(const std::shared_ptr<ServePoo
 /// A block case's call: inputs x, g, w, dy and b (when the block has a bias), outputs y, dx, dw, dg.
 FileCall block_file_call(const RmsBlockCase& c, const std::string& form);
 
+/// The block outputs of a finished call (plugin or serve), with its failure or skip.
+BlockOutputs block_outputs_of(FileCallResult r);
+
 }  // namespace normcheck::external

@@ -34,19 +34,22 @@ FileCall grouped_file_call(const GroupedNormCase& c) {
   return call;
 }
 
+GroupedOutputs grouped_outputs_of(const FileCall& call, FileCallResult r) {
+  GroupedOutputs out;
+  out.failure = std::move(r.failure);
+  out.skipped = r.skipped;
+  if (out.failure.empty() && !out.skipped)
+    for (const auto& [name, shape] : call.outputs) {
+      out.names.push_back(name);
+      out.values.push_back(std::move(r.outputs[name]));
+    }
+  return out;
+}
+
 std::function<GroupedOutputs(const GroupedNormCase&)> serve_grouped_kernel(const std::shared_ptr<ServePool>& pool) {
   return [pool](const GroupedNormCase& c) {
     const FileCall call = grouped_file_call(c);
-    FileCallResult r = pool->call(call);
-    GroupedOutputs out;
-    out.failure = std::move(r.failure);
-    out.skipped = r.skipped;
-    if (out.failure.empty() && !out.skipped)
-      for (const auto& [name, shape] : call.outputs) {
-        out.names.push_back(name);
-        out.values.push_back(std::move(r.outputs[name]));
-      }
-    return out;
+    return grouped_outputs_of(call, pool->call(call));
   };
 }
 

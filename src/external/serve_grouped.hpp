@@ -16,4 +16,7 @@ std::function<GroupedOutputs(const GroupedNormCase&)> serve_grouped_kernel(const
 /// statistics), outputs y, dx, dgamma, dbeta (and running_mean, running_var, y_inference).
 FileCall grouped_file_call(const GroupedNormCase& c);
 
+/// The grouped outputs of a finished call (plugin or serve) in the call's output order, with its failure or skip.
+GroupedOutputs grouped_outputs_of(const FileCall& call, FileCallResult r);
+
 }  // namespace normcheck::external
