@@ -285,6 +285,31 @@ TEST(Torch, GroupedNormsThroughAtenAndAbiVersion2) {
 }
 #endif
 
+TEST(Exec, AHugeOrMalformedNpyHeaderIsAKernelFailureNotACrash) {
+  // issue 16: a legal v1 header of ~60 KB (spaces inside the shape) once overflowed std::regex's
+  // stack and killed normcheck; now the header is parsed by hand, capped at NumPy's 10,000 bytes.
+  const fs::path out = scratch() / "exec_npy_header.json";
+  const fs::path script = scratch() / "bad_npy.py";
+  std::ofstream(script) << "import struct, sys\n"
+                           "if sys.argv[1] == 'huge':\n"
+                           "    h = \"{'descr': '<f4', 'fortran_order': False, 'shape': (\" + ' ' * 60000 + '1, 1), }'\n"
+                           "else:\n"
+                           "    h = \"{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1, 1), }\"\n"
+                           "h = h + ' ' * (-(10 + len(h) + 1) % 64) + '\\n'\n"
+                           "open('y.npy', 'wb').write(b'\\x93NUMPY\\x01\\x00' + struct.pack('<H', len(h)) + h.encode() + b'\\0' * 4)\n";
+  Outcome o = run_cli(exec_run("/usr/bin/python3 " + script.string() + " huge", "", out));
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  auto j = load_json(out);
+  EXPECT_TRUE(j.at("run").at("complete").get<bool>());
+  std::string first = j.at("records")[0].at("kernel_failures").at("first").get<std::string>();
+  EXPECT_NE(first.find("at most 10000 accepted"), std::string::npos) << first;
+  o = run_cli(exec_run("/usr/bin/python3 " + script.string() + " maybe", "", out));
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  j = load_json(out);
+  first = j.at("records")[0].at("kernel_failures").at("first").get<std::string>();
+  EXPECT_NE(first.find("malformed .npy header (True or False expected"), std::string::npos) << first;
+}
+
 TEST(Exec, TheAxisAuditProbesAnExternalKernel) {
   if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0) GTEST_SKIP() << "python3-numpy absent";
   const std::string script = "/usr/bin/python3 " + std::string(NORMCHECK_SOURCE_DIR) + "/scripts/exec_axes_example.py {dir}";

@@ -3,8 +3,9 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
-#include <regex>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -23,6 +24,105 @@ const char* descr_of(DType d) {
   }
   return "?";
 }
+
+/// NumPy's own limit on a header it will read (numpy.lib.format, _MAX_HEADER_SIZE).
+constexpr size_t kMaxHeaderBytes = 10000;
+
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+  bool has_descr = false, has_order = false, has_shape = false;
+};
+
+/// A cursor over the header's Python-literal dict: {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+/// Iterative, no regular expressions (std::regex recursed itself into a stack overflow on a
+/// 50 KB header), every malformation one NpyError.
+class HeaderParser {
+ public:
+  HeaderParser(std::string_view text, const std::string& path) : t_(text), path_(path) {}
+
+  NpyHeader parse() {
+    NpyHeader h;
+    expect('{');
+    while (skip_space(), peek() != '}') {
+      const std::string key = string_literal();
+      expect(':');
+      if (key == "descr") {
+        h.descr = string_literal();
+        h.has_descr = true;
+      } else if (key == "fortran_order") {
+        h.fortran_order = boolean();
+        h.has_order = true;
+      } else if (key == "shape") {
+        h.shape = int_tuple();
+        h.has_shape = true;
+      } else {
+        fail("an unknown key '" + key.substr(0, 40) + "'");
+      }
+      skip_space();
+      if (peek() == ',') ++at_;
+    }
+    ++at_;
+    if (!h.has_descr || !h.has_order || !h.has_shape) fail("no 'descr', 'fortran_order' or 'shape'");
+    return h;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw NpyError(fmt::format("'{}' has a malformed .npy header ({} at byte {})", path_, what, at_));
+  }
+  char peek() const { return at_ < t_.size() ? t_[at_] : '\0'; }
+  void skip_space() {
+    while (at_ < t_.size() && (t_[at_] == ' ' || t_[at_] == '\t' || t_[at_] == '\n')) ++at_;
+  }
+  void expect(char c) {
+    skip_space();
+    if (peek() != c) fail(fmt::format("'{}' expected", c));
+    ++at_;
+  }
+  std::string string_literal() {
+    skip_space();
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') fail("a string expected");
+    const size_t end = t_.find(quote, at_ + 1);
+    if (end == std::string_view::npos) fail("an unterminated string");
+    std::string s(t_.substr(at_ + 1, end - at_ - 1));
+    at_ = end + 1;
+    return s;
+  }
+  bool boolean() {
+    skip_space();
+    for (const auto& [word, value] : {std::pair{std::string_view("True"), true}, {std::string_view("False"), false}})
+      if (t_.substr(at_, word.size()) == word) {
+        at_ += word.size();
+        return value;
+      }
+    fail("True or False expected");
+  }
+  std::vector<int64_t> int_tuple() {
+    expect('(');
+    std::vector<int64_t> dims;
+    while (skip_space(), peek() != ')') {
+      int64_t v = -1;
+      const auto [end, ec] = std::from_chars(t_.data() + at_, t_.data() + t_.size(), v);
+      if (ec != std::errc() || v < 0) fail("a dimension expected");
+      at_ = static_cast<size_t>(end - t_.data());
+      dims.push_back(v);
+      skip_space();
+      if (peek() == ',') ++at_;
+      else if (peek() != ')') fail("',' or ')' expected");
+    }
+    ++at_;
+    return dims;
+  }
+
+  std::string_view t_;
+  const std::string& path_;
+  size_t at_ = 0;
+};
+
+NpyHeader parse_header(std::string_view text, const std::string& path) { return HeaderParser(text, path).parse(); }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   if (shape.size() == 1) return fmt::format("({},)", shape[0]);
@@ -66,26 +166,13 @@ std::vector<double> read_npy(const std::string& path, DType dtype, const std::ve
     throw NpyError(fmt::format("'{}' has an unsupported .npy version {}", path, major));
   }
   if (start + header_len > bytes.size()) throw NpyError(fmt::format("'{}' is truncated (header)", path));
-  const std::string header = bytes.substr(start, header_len);
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']*)'")) || m[1] != descr_of(dtype))
-    throw NpyError(fmt::format("'{}' has dtype {}, expected '{}' for {}", path, m.size() > 1 ? std::string(m[1]) : "?", descr_of(dtype),
-                               dtype_info(dtype).name));
-  if (std::regex_search(header, m, std::regex("'fortran_order':\\s*True")))
-    throw NpyError(fmt::format("'{}' is in Fortran order; write C-order arrays", path));
-  if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)")))
-    throw NpyError(fmt::format("'{}' has no shape in its header", path));
-  std::vector<int64_t> got;
-  std::stringstream dims(m[1]);
-  for (std::string d; std::getline(dims, d, ',');) {
-    const size_t a = d.find_first_not_of(" "), b = d.find_last_not_of(" ");
-    if (a == std::string::npos) continue;
-    int64_t v = -1;
-    const auto [end, ec] = std::from_chars(d.data() + a, d.data() + b + 1, v);
-    if (ec != std::errc() || end != d.data() + b + 1 || v < 0)
-      throw NpyError(fmt::format("'{}' has a malformed shape '({})'", path, std::string(m[1])));
-    got.push_back(v);
-  }
+  if (header_len > kMaxHeaderBytes)
+    throw NpyError(fmt::format("'{}' has a {}-byte header; at most {} accepted (as NumPy)", path, header_len, kMaxHeaderBytes));
+  const NpyHeader h = parse_header(std::string_view(bytes).substr(start, header_len), path);
+  if (h.descr != descr_of(dtype))
+    throw NpyError(fmt::format("'{}' has dtype {}, expected '{}' for {}", path, h.descr.substr(0, 40), descr_of(dtype), dtype_info(dtype).name));
+  if (h.fortran_order) throw NpyError(fmt::format("'{}' is in Fortran order; write C-order arrays", path));
+  const std::vector<int64_t>& got = h.shape;
   if (got != shape)
     throw NpyError(fmt::format("'{}' has shape ({}), expected ({})", path, fmt::join(got, ", "), fmt::join(shape, ", ")));
   size_t count = 1;
