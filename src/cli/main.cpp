@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
   budget->add_option("--h", budget_opts.h, "port-Hamiltonian step size (default 0.25)");
   budget->add_option("--gain", budget_opts.gain, "residual branch gain: W2 ~ N(0, gain^2/n) (default 1)");
   budget->add_option("--cases", budget_opts.cases, "random budget cases per dtype (default 2)");
-  budget->add_option("--threads", budget_opts.threads, "worker threads");
+  budget->add_option("--threads", budget_opts.threads, "worker threads")->check(CLI::Range(1, 256));
   budget->add_option("--seed", budget_opts.seed, "seed");
   try {
     app.parse(argc, argv);
