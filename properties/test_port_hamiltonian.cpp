@@ -161,7 +161,7 @@ TEST(PhBounds, GramDefectIsExactOnOrthogonalAndDetectsPerturbation) {
 
 TEST(PhCli, BadOptionsGiveOneLineAndExit2) {
   for (const std::string args : {"--width 1", "--width 257", "--depths 0", "--depths 301", "--h 0", "--h -1", "--h nan",
-                                 "--gain 0", "--dtypes f8", "--cases -1"}) {
+                                 "--gain 0", "--dtypes f8", "--cases -1", "--threads 100000", "--threads 0"}) {
     const auto r = run_cli("norm-budget " + args + " --out " + (scratch() / "b.json").string());
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_EQ(r.err.rfind("normcheck: error: ", 0), 0u) << args << ": " << r.err;
