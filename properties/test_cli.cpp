@@ -37,7 +37,10 @@ TEST(Cli, BadInputGetsOneLineAndExitTwo) {
   for (const char* args : {"run --eps 0", "run --eps -1e-5", "run --eps nan", "run --n 0", "run --rows 0",
                            "run --dtypes f8", "run --ops softmax", "run --kernels fastest", "run --generators nope",
                            "run --suite nightly_of_doom", "run --bogus", "run --threads 0", "frobnicate", "",
-                           "replay --report /nonexistent.json --record 0"}) {
+                           "replay --report /nonexistent.json --record 0",
+                           // seeds: CLI11 saturated these to 2^64 - 1 (issue 16)
+                           "run --seed -1", "run --seed 99999999999999999999999", "bias --seed 1x", "norm-budget --seed -3",
+                           "search --seed 0x10", "bounds --seed ''"}) {
     const Outcome o = run_cli(args);
     EXPECT_EQ(o.exit_code, 2) << args;
     EXPECT_EQ(lines(o.err), 1) << args << ": " << o.err;

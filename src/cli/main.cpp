@@ -1,4 +1,5 @@
 // normcheck: certified numerical verification of normalization kernels.
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -11,6 +12,18 @@
 #include "external/plugin_worker_main.hpp"
 
 namespace {
+
+/// A seed is a decimal integer in [0, 2^64 - 1]: CLI11 alone saturated "-1" and
+/// "99999999999999999999999" to 2^64 - 1, so three command lines ran one seed.
+const CLI::Validator kSeed(
+    [](std::string& text) -> std::string {
+      uint64_t v = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+        return "a seed is a decimal integer in [0, 18446744073709551615], got '" + text + "'";
+      return "";
+    },
+    "SEED");
 
 void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
   run.add_option("--suite", o.suite, "named suite (default, quick)");
@@ -46,7 +59,7 @@ void add_run_options(CLI::App& run, normcheck::cli::RunOptions& o) {
                  "(chooses its bound, docs/bounds.md section 11)");
   run.add_option("--exec-name", o.exec_name, "name of the exec or serve kernel in the report (default exec)");
   run.add_option("--kernel-timeout", o.kernel_timeout, "seconds per plugin or exec call before it counts as hung (default 10)");
-  run.add_option("--seed", o.seed, "run seed (default: the suite's)");
+  run.add_option("--seed", o.seed, "run seed (default: the suite's)")->check(kSeed);
   run.add_option("--cases", o.cases, "cases per generator and dtype")->check(CLI::Range(1, 1000000));
   run.add_option("--threads", o.threads, "worker threads")->check(CLI::Range(1, 256));
   run.add_option("--out", o.out, "report path");
@@ -64,7 +77,7 @@ void add_search_options(CLI::App& s, normcheck::cli::SearchOptions& o) {
   s.add_option("--dtypes", o.dtypes, "storage dtypes")->delimiter(',');
   s.add_option("--rows", o.rows, "rows of the searched shape");
   s.add_option("--n", o.n, "row length of the searched shape");
-  s.add_option("--seed", o.seed, "search seed");
+  s.add_option("--seed", o.seed, "search seed")->check(kSeed);
   s.add_option("--restarts", o.restarts, "random restarts")->check(CLI::Range(1, 10000));
   s.add_option("--iterations", o.iterations, "hill-climbing steps per restart")->check(CLI::Range(0, 1000000));
   s.add_option("--out", o.out, "corpus file to merge the worst cases into");
@@ -79,7 +92,7 @@ void add_bounds_options(CLI::App& b, normcheck::cli::BoundsOptions& o) {
   b.add_option("--n", o.n, "row length")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   b.add_option("--rows", o.rows, "rows of the sample")->check(CLI::Range(int64_t{1}, int64_t{4096}));
   b.add_option("--generator", o.generator, "row generator of the sample input");
-  b.add_option("--seed", o.seed, "seed of the sample input");
+  b.add_option("--seed", o.seed, "seed of the sample input")->check(kSeed);
   b.add_flag("--json", o.json, "JSON instead of text");
 }
 
@@ -94,7 +107,7 @@ void add_contract_options(CLI::App& c, normcheck::cli::ContractOptions& o) {
       ->delimiter(',');
   c.add_option("--certificate", o.certificate, "certificate path (default <out>.certificate.json)");
   c.add_option("--samples", o.samples, "random inputs of the certificate")->check(CLI::Range(1, 100000));
-  c.add_option("--seed", o.seed, "seed of the certificate's inputs");
+  c.add_option("--seed", o.seed, "seed of the certificate's inputs")->check(kSeed);
 }
 
 void add_example_block_options(CLI::App& c, normcheck::cli::ExampleBlockOptions& o) {
@@ -104,7 +117,7 @@ void add_example_block_options(CLI::App& c, normcheck::cli::ExampleBlockOptions&
   c.add_option("--d", o.d, "inputs")->check(CLI::Range(int64_t{1}, int64_t{4096}));
   c.add_option("--n", o.n, "LayerNorm features")->check(CLI::Range(int64_t{2}, int64_t{4096}));
   c.add_option("--m", o.m, "outputs")->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  c.add_option("--seed", o.seed, "seed");
+  c.add_option("--seed", o.seed, "seed")->check(kSeed);
 }
 
 void add_audit_options(CLI::App& c, normcheck::cli::AuditOptions& o) {
@@ -123,7 +136,7 @@ void add_audit_options(CLI::App& c, normcheck::cli::AuditOptions& o) {
   c.add_option("--serve", o.serve, "probe an external kernel through serve mode (op normalize; docs/plugins.md)");
   c.add_option("--exec-timeout", o.exec_timeout, "seconds per exec or serve call (default 10)");
   c.add_option("--dtype", o.dtype, "storage dtype of the probed kernel");
-  c.add_option("--seed", o.seed, "seed of the probe input");
+  c.add_option("--seed", o.seed, "seed of the probe input")->check(kSeed);
   c.add_option("--out", o.out, "JSON record");
 }
 
@@ -221,7 +234,7 @@ int main(int argc, char** argv) {
   bias->add_option("--cases", bias_opts.cases, "cases per dtype")->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   bias->add_option("--max-elements", bias_opts.max_elements, "rows * n cap")->check(CLI::Range(int64_t{1}, int64_t{65536}));
   bias->add_option("--record-cases", bias_opts.record_cases, "cases per record (one test)")->check(CLI::Range(int64_t{1}, int64_t{100000}));
-  bias->add_option("--seed", bias_opts.seed, "calibration seed");
+  bias->add_option("--seed", bias_opts.seed, "calibration seed")->check(kSeed);
   bias->add_option("--threads", bias_opts.threads, "worker threads")->check(CLI::Range(1, 256));
   bias->add_flag("--sound-only", bias_opts.sound_only, "only the sound built-in kernels (the false-alarm count)");
   CLI::App* bounds = app.add_subcommand("bounds", "print a bound's formula, constants and value on a sample");
@@ -236,7 +249,7 @@ int main(int argc, char** argv) {
   budget->add_option("--gain", budget_opts.gain, "residual branch gain: W2 ~ N(0, gain^2/n) (default 1)");
   budget->add_option("--cases", budget_opts.cases, "random budget cases per dtype (default 2)");
   budget->add_option("--threads", budget_opts.threads, "worker threads")->check(CLI::Range(1, 256));
-  budget->add_option("--seed", budget_opts.seed, "seed");
+  budget->add_option("--seed", budget_opts.seed, "seed")->check(kSeed);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
