@@ -84,26 +84,14 @@ KernelOutputs read_outputs(Op op, const LayerNormCase& c, const CallLayout& l, c
 KernelOutputs run_call(PluginPool& pool, Op op, const LayerNormCase& c) {
   const CallLayout l = call_layout(c, op, call_strides(c, op));
   const std::vector<uint8_t> input = call_block(c, op, l);
-  std::unique_ptr<PluginWorker> w = pool.acquire();
-  KernelOutputs out;
-  if (std::string e = w->reserve(l.total); !e.empty()) {
-    out.failure = "plugin worker: " + e;
+  PooledCall r = call_in_worker(pool, input, call_request(op, c, l));
+  if (r.after.empty()) {
+    KernelOutputs out;
+    out.failure = std::move(r.failure);
+    out.skipped = r.skipped;
     return out;
   }
-  std::memcpy(w->block(), input.data(), l.total);
-  const WorkerOutcome r = w->call(call_request(op, c, l));
-  if (!r.ok) {
-    out.failure = "plugin " + r.failure;
-  } else if (r.reply.status == wire::kUnsupported) {
-    out.skipped = true;
-  } else if (r.reply.status != wire::kOk) {
-    out.failure = std::string("plugin ") + r.reply.message;
-  } else {
-    const std::vector<uint8_t> after(w->block(), w->block() + l.total);
-    out = read_outputs(op, c, l, input.data(), after.data());  // a snapshot: checked and read alike
-  }
-  pool.release(std::move(w));
-  return out;
+  return read_outputs(op, c, l, input.data(), r.after.data());
 }
 
 /// One call the way issue 7 made it: fork, dlopen, call, exit (the benchmark's baseline only).

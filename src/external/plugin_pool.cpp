@@ -213,4 +213,21 @@ WorkerOutcome PluginWorker::call(wire::Request req, double timeout_s) {
   return o;
 }
 
+PooledCall call_in_worker(PluginPool& pool, const std::vector<uint8_t>& block, const wire::Request& req) {
+  PooledCall r;
+  std::unique_ptr<PluginWorker> w = pool.acquire();
+  if (std::string e = w->reserve(block.size()); !e.empty()) {
+    r.failure = "plugin worker: " + e;
+  } else {
+    std::memcpy(w->block(), block.data(), block.size());
+    const WorkerOutcome o = w->call(req);
+    if (!o.ok) r.failure = "plugin " + o.failure;
+    else if (o.reply.status == wire::kUnsupported) r.skipped = true;
+    else if (o.reply.status != wire::kOk) r.failure = std::string("plugin ") + o.reply.message;
+    else r.after.assign(w->block(), w->block() + block.size());
+  }
+  pool.release(std::move(w));
+  return r;
+}
+
 }  // namespace normcheck::external

@@ -73,4 +73,15 @@ class PluginPool : public WorkerPool<PluginWorker> {
   double timeout_s_;
 };
 
+/// One call through a worker of the pool: `block` copied into the shared memory, `req` sent. On
+/// NC_OK, `after` is a snapshot of the block as the worker left it (checked and read alike);
+/// otherwise the failure ("plugin crashed with signal 11 ...", the plugin's NC_ERROR message) or
+/// skipped (NC_UNSUPPORTED).
+struct PooledCall {
+  std::string failure;
+  bool skipped = false;
+  std::vector<uint8_t> after;
+};
+PooledCall call_in_worker(PluginPool& pool, const std::vector<uint8_t>& block, const wire::Request& req);
+
 }  // namespace normcheck::external

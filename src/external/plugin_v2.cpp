@@ -56,28 +56,15 @@ FileCallResult call_v2(PluginPool& pool, const FileCall& call, wire::Request req
   req.kind = wire::kRunCall;
   req.block_bytes = l.total;
   for (const NamedSlot& t : l.tensors) (t.output ? req.out[out_positions(req.op).at(t.name)] : req.in[in_positions(req.op).at(t.name)]) = wire_tensor(t);
+  const PooledCall pc = call_in_worker(pool, before, req);
   FileCallResult r;
-  std::unique_ptr<PluginWorker> w = pool.acquire();
-  if (std::string e = w->reserve(l.total); !e.empty()) {
-    r.failure = "plugin worker: " + e;
-    return r;
-  }
-  std::memcpy(w->block(), before.data(), l.total);
-  const WorkerOutcome o = w->call(req);
-  if (!o.ok) {
-    r.failure = "plugin " + o.failure;
-  } else if (o.reply.status == wire::kUnsupported) {
-    r.skipped = true;
-  } else if (o.reply.status != wire::kOk) {
-    r.failure = std::string("plugin ") + o.reply.message;
-  } else {
-    const std::vector<uint8_t> after(w->block(), w->block() + l.total);
-    if (std::string touched = check_untouched(before.data(), after.data(), l); !touched.empty()) r.failure = "plugin: " + touched;
-    else
-      for (const NamedSlot& t : l.tensors)
-        if (t.output) r.outputs[t.name] = read_slot(after.data(), t.slot, call.dtype);
-  }
-  pool.release(std::move(w));
+  r.failure = pc.failure;
+  r.skipped = pc.skipped;
+  if (pc.after.empty()) return r;
+  if (std::string touched = check_untouched(before.data(), pc.after.data(), l); !touched.empty()) r.failure = "plugin: " + touched;
+  else
+    for (const NamedSlot& t : l.tensors)
+      if (t.output) r.outputs[t.name] = read_slot(pc.after.data(), t.slot, call.dtype);
   return r;
 }
 
