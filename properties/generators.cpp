@@ -1,5 +1,7 @@
 #include "properties/generators.hpp"
 
+#include <fmt/format.h>
+
 #include "suite/corpus.hpp"
 
 #include <algorithm>
@@ -23,7 +25,9 @@ struct Shape {
 };
 
 Shape pick_shape(Rng& rng, const ShapeRequest& req, int64_t n_min) {
-  const int64_t n = req.n > 0 ? req.n : rng.log_range(n_min, std::max(n_min, std::min<int64_t>(8192, req.max_elements)));
+  // a fixed row count leaves the row length max_elements / rows at most (never below the generator's minimum)
+  const int64_t cap = req.rows > 0 ? std::max<int64_t>(1, req.max_elements / req.rows) : req.max_elements;
+  const int64_t n = req.n > 0 ? req.n : rng.log_range(n_min, std::max(n_min, std::min<int64_t>(8192, cap)));
   int64_t rows = req.rows > 0 ? req.rows : rng.log_range(1, 512);
   if (req.rows <= 0) rows = std::max<int64_t>(1, std::min(rows, req.max_elements / n));
   return {rows, n};
@@ -271,7 +275,10 @@ LayerNormCase make_layernorm_case(std::string_view generator, DType dt, uint64_t
   c.rows = s.rows;
   c.n = s.n;
   c.eps = model_eps(rng);
-  c.x.resize(static_cast<size_t>(c.rows * c.n));
+  const std::optional<int64_t> elements = case_elements(c.rows, c.n);
+  if (!elements)
+    throw std::invalid_argument(fmt::format("shape rows = {}, n = {} exceeds {} elements per case", c.rows, c.n, kMaxCaseElements));
+  c.x.resize(static_cast<size_t>(*elements));
   it->fill(rng, c);
   fill_affine_and_cotangent(rng, c);
   if (it->fill == fill_subnormal_output) make_outputs_subnormal(rng, c);

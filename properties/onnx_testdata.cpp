@@ -212,7 +212,12 @@ RowShape row_shape(const std::vector<int64_t>& dims, int64_t axis) {
   if (a < 0 || a >= rank)
     throw std::runtime_error("axis " + std::to_string(axis) + " out of range for shape " + dims_string(dims));
   RowShape s{a, 1, 1};
-  for (int64_t i = 0; i < rank; ++i) (i < a ? s.rows : s.n) *= dims[static_cast<size_t>(i)];
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t& part = i < a ? s.rows : s.n;
+    const int64_t d = dims[static_cast<size_t>(i)];
+    if (d < 0 || __builtin_mul_overflow(part, d, &part))
+      throw std::runtime_error("shape " + dims_string(dims) + " has a negative dimension or more elements than int64 holds");
+  }
   return s;
 }
 

@@ -214,7 +214,9 @@ TEST(Rounding, ColumnSumsAcrossManyBinadesMatchExactRationalRounding) {
       EXPECT_TRUE(db.rounded == truth || db.rounded_alt == truth) << what;
       EXPECT_GT(ref.precision_bits, 1000) << what;
     }
-    if (s.escalates) EXPECT_GT(ref.precision_bits, 168) << what << ": the first enclosure straddles and must escalate";
+    if (s.escalates) {
+      EXPECT_GT(ref.precision_bits, 168) << what << ": the first enclosure straddles and must escalate";
+    }
   }
   mpq_clear(exact);
 }

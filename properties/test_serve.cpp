@@ -225,6 +225,37 @@ TEST(Replay, ExternalRecordsReplayAsPrintedForEveryKernelKind) {
     }
 }
 
+TEST(Replay, GroupedRecordsReplayAsPrintedForBuiltinPluginAndServedKernels) {
+  const fs::path dir = scratch() / "replay_grouped";
+  fs::create_directories(dir);
+  std::vector<std::string> kinds = {"", "--kernel " + std::string(NORMCHECK_PLUGIN_DIR) + "/libnc_plugin_v2_wrong_groups.so"};
+  if (python_has("numpy")) kinds.push_back("--serve '" + kPython + " " + script("serve_numpy.py") + " --wrong-groups'");
+  for (const std::string& kind : kinds) {
+    const Outcome run = run_shell("cd " + dir.string() + " && " + NORMCHECK_BINARY + " run --suite quick " + kind +
+                                  " --ops grouped_norm --dtypes f32 --grouped-cases 1 --out g.json");
+    ASSERT_EQ(run.exit_code, kind.empty() ? 0 : 1) << kind << run.out << run.err;  // the planted wrong G fails group norm
+    int replayed = 0;
+    const nlohmann::json report = load_json(dir / "g.json");
+    for (const auto& r : report.at("grouped_norm").at("records")) {
+      if (r.at("kind") != "group_norm" || (r.at("output") != "y" && r.at("output") != "dx")) continue;
+      EXPECT_EQ(r.at("verdict"), kind.empty() ? "pass" : "fail") << kind;
+      const Outcome o = run_printed_replay(r, dir);
+      EXPECT_EQ(o.exit_code, 0) << kind << o.out << o.err;
+      EXPECT_NE(o.out.find("replay reproduces the recorded worst element"), std::string::npos) << kind << o.out << o.err;
+      EXPECT_NE(o.out.find(r.value("kernel", std::string("builtin"))), std::string::npos) << kind << o.out;
+      ++replayed;
+    }
+    EXPECT_EQ(replayed, 2) << kind;
+  }
+  // an edited seed no longer regenerates the recorded shape: one line, exit 2
+  nlohmann::json j = load_json(dir / "g.json");
+  j["grouped_norm"]["records"][0]["worst_case"]["shape"] = {1, 2, 3};
+  std::ofstream(dir / "edited.json") << j.dump();
+  const Outcome bad = run_shell("cd " + dir.string() + " && " + NORMCHECK_BINARY + " replay --report edited.json --grouped-record 0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("does not match the recorded shape"), std::string::npos) << bad.err;
+}
+
 TEST(Replay, DumpWritesTheCaseAndTheExactOutputsForTheUsersOwnDebugger) {
   const fs::path dir = scratch() / "replay_dump";
   fs::remove_all(dir);

@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   g++ cmake make pkg-config
+  clang libclang-rt-14-dev
   libboost-dev libmpfr-dev libmpfi-dev libgmp-dev
   libeigen3-dev librapidcheck-dev nlohmann-json3-dev
   libcli11-dev libfmt-dev libgtest-dev

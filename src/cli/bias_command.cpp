@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
+#include "core/bias.hpp"
 #include "suite/bias_calibration.hpp"
 
 namespace normcheck::cli {

@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "core/bounds.hpp"
+#include "properties/generators.hpp"
 #include "report/case_json.hpp"
 #include "suite/judge.hpp"
 
@@ -69,6 +70,11 @@ int bounds_command(const BoundsOptions& o) {
   if (!k || !gen::is_row_generator(o.generator)) {
     std::fprintf(stderr, "normcheck: error: no kernel '%s' for op '%s' and dtype '%s', or unknown generator '%s'\n",
                  o.variant.c_str(), o.op.c_str(), o.dtype.c_str(), o.generator.c_str());
+    return kExitBadInput;
+  }
+  if (!case_elements(o.rows, o.n)) {
+    std::fprintf(stderr, "normcheck: error: --rows %lld x --n %lld exceeds %lld elements per case\n", static_cast<long long>(o.rows),
+                 static_cast<long long>(o.n), static_cast<long long>(kMaxCaseElements));
     return kExitBadInput;
   }
   const BoundModel m = own_bound_model(tolerance_for(*k), *k);

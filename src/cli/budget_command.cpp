@@ -65,14 +65,13 @@ int norm_budget_command(const BudgetOptions& o, const std::string& command_line)
   BudgetSuiteConfig cfg;
   try {
     cfg = budget_config(o);
-  } catch (const std::invalid_argument& e) {
+    check_writable(o.out);  // before the stream runs
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", e.what());
     return kExitBadInput;
   }
   const BudgetSuiteResult r = run_budget_suite(cfg);
   const nlohmann::json section = budget_suite_json(cfg, r);
-  const auto parent = std::filesystem::path(o.out).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
   write_json_atomically(o.out, {{"tool", "normcheck norm-budget"}, {"command", command_line}, {"port_hamiltonian", section}});
   print_tables(section);
   const bool passed = budget_suite_passed(r);

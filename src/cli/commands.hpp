@@ -5,45 +5,16 @@
 #include <string>
 #include <vector>
 
-#include "audit/audit_report.hpp"
-#include "suite/block_suite.hpp"
-#include "suite/contraction_suite.hpp"
-#include "suite/grouped_suite.hpp"
-#include "suite/runner.hpp"
+#include "sections/options.hpp"
 
 namespace normcheck::cli {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitCheckFailed = 1;
-inline constexpr int kExitBadInput = 2;
+using normcheck::kExitBadInput;
+using normcheck::kExitCheckFailed;
+using normcheck::kExitOk;
 
-struct RunOptions {
-  std::string suite = "default";
-  std::vector<std::string> ops, variants, dtypes, generators, block_generators, contraction_generators;
-  std::optional<uint64_t> seed;
-  std::optional<int> cases, block_cases, contraction_cases, grouped_cases;
-  std::vector<std::string> plugins;  ///< --kernel: plugin libraries to judge
-  double kernel_timeout = 10;        ///< seconds per plugin or exec call
-  std::string exec, exec_name = "exec";  ///< --exec: a command implementing the exec protocol
-  std::string serve;                 ///< --serve: a long-running command speaking the serve protocol
-  double serve_startup_timeout = 120;  ///< seconds until a serve command's ready line
-  std::string block_form;            ///< --block-form: composed or deferred, what a served linear_rmsnorm kernel computes
-  bool report_only = false;          ///< external kernels are measured, not judged (third-party libraries)
-  int threads = 1;
-  std::string out = "reports/latest.json";
-  std::optional<int64_t> rows, n, max_elements;
-  std::optional<double> eps;
-  bool quiet = false;
-  std::string shard;  ///< "i/N": run only shard i of N (empty: everything)
-};
-
-struct ReplayOptions {
-  std::string report;
-  std::optional<int64_t> record, block_record, contraction_record;
-  std::string plugin, exec, serve;       ///< an external record's kernel (default: the report's config.external)
-  std::optional<double> kernel_timeout;  ///< seconds per external call
-  std::string dump;                      ///< write the case, inputs and exact outputs here
-};
+using normcheck::ReplayOptions;
+using normcheck::RunOptions;
 
 struct SearchOptions {
   std::vector<std::string> ops = {"layernorm_forward"};
@@ -148,20 +119,5 @@ int bounds_command(const BoundsOptions& o);
 int replay_command(const ReplayOptions& o);
 int list_command();
 int suites_command(bool json);
-
-/// Prints the per-(op/output, variant, dtype) summary table of a run.
-void print_summary(const RunResult& r);
-
-/// Prints the block suite's composed-vs-deferred table per dtype and its verdicts.
-void print_block_summary(const BlockSuiteResult& r);
-
-/// Prints the QR-contraction suite: contracted (judged) vs original (measured) per dtype.
-void print_contraction_summary(const ContractionSuiteResult& r);
-
-/// Prints the axis audits of a run: correct kernels matched, planted ones caught.
-void print_audit_summary(const std::vector<audit::AuditRecord>& records);
-
-/// Prints the grouped-normalization suite per dtype, kind and output.
-void print_grouped_summary(const GroupedSuiteResult& r);
 
 }  // namespace normcheck::cli

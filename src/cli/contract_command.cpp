@@ -2,6 +2,7 @@
 // dtype, with a JSON certificate; normcheck example-block: writes such a block (fixtures).
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -9,6 +10,7 @@
 #include "cli/parse_names.hpp"
 #include "contraction/block_io.hpp"
 #include "contraction/certificate.hpp"
+#include "report/output_files.hpp"
 #include "properties/contraction_generators.hpp"
 #include "report/report.hpp"
 
@@ -35,9 +37,17 @@ int contract_command(const ContractOptions& o) {
   AffineLnAffine blk;
   DType source = DType::f32, storage = DType::f32;
   ContractedBlock k;
+  const std::string cert_path = o.certificate.empty() ? o.out + ".certificate.json" : o.certificate;
   try {
     storage = dtype_or_throw(o.dtype);
     if (!(o.eps > 0) || !std::isfinite(o.eps)) throw std::invalid_argument(fmt::format("--eps must be finite and > 0, got {}", o.eps));
+    for (const std::string& out : {o.out, cert_path}) {
+      std::error_code ec;
+      if (std::filesystem::equivalent(o.in, out, ec))
+        throw std::invalid_argument("'" + printable(out) + "' is the input block: the contraction would overwrite it");
+      check_writable(out);
+    }
+    if (o.out == cert_path) throw std::invalid_argument("--certificate and --out name the same file");
     blk = block_from_safetensors(read_safetensors(o.in), names_of(o), o.eps, source);
     k = contract_block(blk, storage);  // throws before anything is written
   } catch (const std::exception& e) {
@@ -46,9 +56,15 @@ int contract_command(const ContractOptions& o) {
   }
   bool passed = false;
   const nlohmann::json cert = contraction_certificate(blk, source, k, {o.samples, o.seed}, passed);
-  const std::string cert_path = o.certificate.empty() ? o.out + ".certificate.json" : o.certificate;
-  write_safetensors(o.out, contracted_to_safetensors(k, names_of(o)));
-  write_json_atomically(cert_path, cert);
+  try {  // both or neither: weights without their certificate are not written
+    OutputFiles files;
+    files.add(o.out, serialize_safetensors(contracted_to_safetensors(k, names_of(o))));
+    files.add(cert_path, cert.dump(1) + "\n");
+    files.commit();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    return kExitBadInput;
+  }
   const auto& pc = cert.at("parameters");
   std::printf("contracted d=%lld n=%lld m=%lld k=%lld into %s (%s): parameters %lld -> %lld (%.1f %% fewer)\n",
               static_cast<long long>(blk.d), static_cast<long long>(blk.n), static_cast<long long>(blk.m),

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/commands.hpp"
+#include "report/json_input.hpp"
 #include "nightly/diff.hpp"
 #include "report/report.hpp"
 
@@ -19,7 +20,7 @@ int diff_command(const DiffOptions& o) {
       throw std::invalid_argument("thresholds: ulp factors must be >= 1 and the bound-ratio increase >= 0");
     d = nightly::diff_reports(read_json_file(o.base), read_json_file(o.now), t, o.force);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    std::fprintf(stderr, "normcheck: error: %s\n", describe_input_error(o.base + "' or '" + o.now, e).c_str());
     return kExitBadInput;
   }
   const nlohmann::json j = nightly::diff_json(d, t);

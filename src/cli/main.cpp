@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "sections/section.hpp"
 #include "external/child_process.hpp"
 #include "external/plugin_worker_main.hpp"
 
@@ -167,18 +168,19 @@ int main(int argc, char** argv) {
   add_run_options(*run, run_opts);
   CLI::App* replay = app.add_subcommand("replay", "re-run one report record's worst case");
   replay->add_option("--report", replay_opts.report, "report file")->required();
-  auto* rec_opt = replay->add_option("--record", replay_opts.record, "record index");
-  auto* block_opt = replay->add_option("--block-record", replay_opts.block_record, "block suite record index");
-  auto* contraction_opt = replay->add_option("--contraction-record", replay_opts.contraction_record,
-                                            "QR-contraction suite record index");
+  for (const normcheck::sections::Section* s : normcheck::sections::registry())  // --record, --block-record, ...
+    if (!s->replay_option().empty()) {
+      const std::string key(s->key());
+      replay->add_option_function<int64_t>(
+          "--" + std::string(s->replay_option()), [&replay_opts, key](const int64_t& i) { replay_opts.records.emplace_back(key, i); },
+          "index of a record in the report's '" + key + "' section");
+    }
   replay->add_option("--kernel", replay_opts.plugin, "an external record's plugin library (default: the one the report recorded)");
   replay->add_option("--exec", replay_opts.exec, "an external record's exec command (default: the report's)");
   replay->add_option("--serve", replay_opts.serve, "an external record's serve command (default: the report's)");
   replay->add_option("--kernel-timeout", replay_opts.kernel_timeout, "seconds per external call");
   replay->add_option("--dump", replay_opts.dump,
                      "write the case here: manifest.json, input .npy files, the exact outputs (expected_<output>.npy, exact.json)");
-  rec_opt->excludes(block_opt)->excludes(contraction_opt);
-  block_opt->excludes(contraction_opt);
   CLI::App* list = app.add_subcommand("list", "list kernels, dtypes, generators and suites");
   normcheck::cli::SearchOptions search_opts;
   CLI::App* search = app.add_subcommand("search", "search for inputs maximizing |error| / own a priori bound");

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "cli/commands.hpp"
+#include "report/json_input.hpp"
 #include "nightly/merge.hpp"
 #include "report/report.hpp"
 
@@ -37,7 +38,9 @@ int merge_command(const MergeOptions& o, const std::string& command_line) {
     merged["run"]["command_line"] = command_line;
     write_json_atomically(o.out, merged);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    std::string shards;
+    for (const std::string& path : o.shards) shards += (shards.empty() ? "" : "' or '") + path;
+    std::fprintf(stderr, "normcheck: error: %s\n", describe_input_error(shards, e).c_str());
     return kExitBadInput;
   }
   merge_journals(o.shards, o.out);

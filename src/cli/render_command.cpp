@@ -5,6 +5,8 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "report/json_input.hpp"
+#include "report/output_files.hpp"
 #include "nightly/diff.hpp"
 #include "render/html_report.hpp"
 #include "report/report.hpp"
@@ -37,12 +39,10 @@ int render_command(const RenderOptions& o) {
       throw std::invalid_argument("--out '" + out + "' would overwrite the report");
     if (!o.diff.empty() && std::filesystem::exists(out) && std::filesystem::exists(o.diff) && std::filesystem::equivalent(out, o.diff))
       throw std::invalid_argument("--out '" + out + "' would overwrite the --diff base report");
-    render::write_file_atomically(out, html);
+    write_file_atomically(out, html);
     std::printf("wrote %s (%zu bytes)\n", out.c_str(), html.size());
   } catch (const std::exception& e) {
-    std::string line = e.what();
-    std::replace(line.begin(), line.end(), '\n', ' ');
-    std::fprintf(stderr, "normcheck: error: %s\n", line.c_str());
+    std::fprintf(stderr, "normcheck: error: %s\n", describe_input_error(o.diff.empty() ? o.report : o.report + "' or '" + o.diff, e).c_str());
     return kExitBadInput;
   }
   return kExitOk;

@@ -5,9 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
-#include "kernels/block_registry.hpp"
-#include "properties/block_generators.hpp"
-#include "properties/contraction_generators.hpp"
+#include "sections/section.hpp"
 #include "suite/suites.hpp"
 
 namespace normcheck::cli {
@@ -18,34 +16,9 @@ std::string cell(const nlohmann::json& v) { return v.is_string() ? v.get<std::st
 
 /// One line per section of a suite: what runs and how many cases.
 nlohmann::json suite_sections(std::string_view name) {
-  const RunConfig ops = *suite_config(name);
-  const BlockSuiteConfig block = *suite_block_config(name);
-  const ContractionSuiteConfig qr = *suite_contraction_config(name);
-  const GroupedSuiteConfig grouped = *suite_grouped_config(name);
-  const BudgetSuiteConfig budget = *suite_budget_config(name);
-  const auto cases = [](size_t dtypes, size_t generators, int per) { return static_cast<int64_t>(dtypes * generators) * per; };
-  const size_t kernels = selected_kernels(ops).size(), block_kernels = builtin_block_kernels().size();
-  return nlohmann::json::array({
-      {{"section", "records"}, {"ops", "layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward"},
-       {"kernels", kernels}, {"dtypes", ops.dtypes.size()}, {"generators", ops.generators.size()},
-       {"cases_per_generator", ops.cases_per_generator}, {"cases", planned_cases(ops)},  // the corpus: its own count
-       {"shapes", fmt::format("generator shapes, rows*n <= {}", ops.shape.max_elements)}},
-      {{"section", "rms_block"}, {"ops", "linear_rmsnorm"}, {"kernels", block_kernels}, {"dtypes", block.dtypes.size()},
-       {"generators", block.generators.size()}, {"cases_per_generator", block.cases_per_generator},
-       {"cases", cases(block.dtypes.size(), block.generators.size(), block.cases_per_generator)}, {"shapes", "block generator shapes"}},
-      {{"section", "qr_contraction"}, {"ops", "qr_contraction"}, {"kernels", 2}, {"dtypes", qr.dtypes.size()},
-       {"generators", qr.generators.size()}, {"cases_per_generator", qr.cases_per_generator},
-       {"cases", cases(qr.dtypes.size(), qr.generators.size(), qr.cases_per_generator)}, {"shapes", "the seed's categories"}},
-      {{"section", "grouped_norm"}, {"ops", "batch_norm, group_norm, instance_norm"}, {"kernels", 3}, {"dtypes", grouped.dtypes.size()},
-       {"generators", 3}, {"cases_per_generator", 3 * grouped.cases_per_layout},
-       {"cases", cases(grouped.dtypes.size(), 9, grouped.cases_per_layout)}, {"shapes", "NCHW, NHWC, sequence"}},
-      {{"section", "port_hamiltonian"}, {"ops", "port_hamiltonian"}, {"kernels", "cayley, dissipation, step"},
-       {"dtypes", budget.dtypes.size()}, {"generators", 1}, {"cases_per_generator", budget.cases},
-       {"cases", static_cast<int64_t>(budget.dtypes.size()) * budget.cases},
-       {"shapes", fmt::format("width 2-{}, depth 1-{}", budget.max_width, budget.max_depth)}},
-      {{"section", "axis_audit"}, {"ops", "axis_audit"}, {"kernels", "correct+planted"}, {"dtypes", 2}, {"generators", "tables"},
-       {"cases_per_generator", 1}, {"cases", 0}, {"shapes", "(2,3), (2,3,4,4), NHWC, sequence"}},
-  });
+  nlohmann::json rows = nlohmann::json::array();
+  for (const sections::Section* s : sections::registry()) rows.push_back(s->suite_row(name));
+  return rows;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "contraction/safetensors.hpp"
 
 #include "core/storage_bytes.hpp"
+#include "report/output_files.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -143,14 +144,10 @@ std::string serialize_safetensors(const SafetensorsFile& f) {
 }
 
 void write_safetensors(const std::string& path, const SafetensorsFile& f) {
-  const std::string bytes = serialize_safetensors(f);
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();  // the final flush can fail too (disk full)
-  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw SafetensorsError(fmt::format("cannot write '{}'", path));
+  try {
+    write_file_atomically(path, serialize_safetensors(f));
+  } catch (const std::runtime_error& e) {
+    throw SafetensorsError(e.what());
   }
 }
 

@@ -34,12 +34,20 @@ void mix_values(uint64_t& h, const std::vector<double>& v) {
   }
 }
 
+std::optional<int64_t> case_elements(int64_t a, int64_t b) {
+  int64_t product = 0;
+  if (a < 1 || b < 1 || __builtin_mul_overflow(a, b, &product) || product > kMaxCaseElements) return std::nullopt;
+  return product;
+}
+
 std::optional<std::string> validate_case(const LayerNormCase& c, bool need_dy) {
   if (!(c.eps > 0.0) || !std::isfinite(c.eps))
     return fmt::format("eps must be finite and > 0, got {}", c.eps);
   if (c.rows <= 0 || c.n <= 0)
     return fmt::format("empty tensor: rows = {}, n = {} (both must be >= 1)", c.rows, c.n);
-  const auto elems = static_cast<size_t>(c.rows) * static_cast<size_t>(c.n);
+  const std::optional<int64_t> checked = case_elements(c.rows, c.n);
+  if (!checked) return fmt::format("shape rows = {}, n = {} exceeds {} elements per case", c.rows, c.n, kMaxCaseElements);
+  const auto elems = static_cast<size_t>(*checked);
   if (c.x.size() != elems)
     return fmt::format("shape mismatch: x has {} values, rows*n = {}", c.x.size(), elems);
   if (c.gamma.size() != static_cast<size_t>(c.n) || c.beta.size() != static_cast<size_t>(c.n))

@@ -26,6 +26,13 @@ struct LayerNormCase {
 /// first problem, or nullopt when the case is valid. `need_dy` demands a cotangent.
 std::optional<std::string> validate_case(const LayerNormCase& c, bool need_dy);
 
+/// Most elements one tensor of a case may have (16.7 M: rows of 16384 over 1024 rows); a larger
+/// shape is refused with a clear message instead of ending in std::bad_alloc.
+inline constexpr int64_t kMaxCaseElements = int64_t{1} << 24;
+
+/// a * b when both are >= 1 and the product is at most kMaxCaseElements (no overflow); else nullopt.
+std::optional<int64_t> case_elements(int64_t a, int64_t b);
+
 /// 64-bit FNV-1a digest of the case's input bit patterns (shape, eps, x, gamma, beta, dy).
 uint64_t case_digest(const LayerNormCase& c);
 

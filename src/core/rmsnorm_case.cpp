@@ -12,6 +12,8 @@ std::optional<std::string> validate_block_case(const RmsBlockCase& c) {
   if (!(c.eps > 0.0) || !std::isfinite(c.eps)) return fmt::format("eps must be finite and > 0, got {}", c.eps);
   if (c.rows <= 0 || c.n <= 0 || c.m <= 0)
     return fmt::format("empty tensor: rows = {}, n = {}, m = {} (all must be >= 1)", c.rows, c.n, c.m);
+  for (const auto& [a, b] : {std::pair{c.rows, c.n}, {c.m, c.n}, {c.rows, c.m}})
+    if (!case_elements(a, b)) return fmt::format("shape rows = {}, n = {}, m = {} exceeds {} elements per tensor", c.rows, c.n, c.m, kMaxCaseElements);
   const auto sz = [](int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); };
   for (const auto& [vec, want, name] :
        {std::tuple{&c.x, sz(c.rows, c.n), "x"}, {&c.g, sz(1, c.n), "g"}, {&c.w, sz(c.m, c.n), "w"},

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/shell_quote.hpp"
 #include "external/child_process.hpp"
 #include "external/exec_case.hpp"
 #include "external/npy.hpp"
@@ -23,11 +24,30 @@ struct ExecOutcome {
   std::string failure;
 };
 
+/// Most bytes the command may write to its stdout or stderr file: past it the command is killed (a
+/// runaway print loop must not fill the disk).
+constexpr std::uintmax_t kMaxLogBytes = std::uintmax_t{64} << 20;
+
+/// Waits for the child until `deadline`, polling the size of its stdout and stderr files: "" when it
+/// ended, "timeout", or the reason it was stopped for flooding a file.
+std::string wait_with_capped_logs(ChildProcess& child, double deadline, const std::filesystem::path& dir) {
+  for (;;) {
+    const double slice = std::min(deadline, monotonic_s() + 0.25);
+    if (child.wait_until(slice)) return "";
+    for (const char* log : {"stdout.txt", "stderr.txt"}) {
+      std::error_code ec;
+      if (std::filesystem::file_size(dir / log, ec) > kMaxLogBytes && !ec)
+        return fmt::format("exec command wrote more than {} MiB to {} (killed)", kMaxLogBytes >> 20, log);
+    }
+    if (monotonic_s() >= deadline) return "timeout";
+  }
+}
+
 /// Runs the command through /bin/sh in the case directory ({dir} and NORMCHECK_CASE_DIR name it;
 /// stdin /dev/null, stdout and stderr to files there).
 ExecOutcome run_command_on(const ExecSpec& spec, const std::filesystem::path& dir) {
   SpawnSpec s;
-  s.argv = {"/bin/sh", "-c", replace_all(spec.command, "{dir}", dir.string())};
+  s.argv = {"/bin/sh", "-c", replace_all(spec.command, "{dir}", shell_quote(dir.string()))};
   s.env = {{"NORMCHECK_CASE_DIR", dir.string()}};
   s.cwd = dir.string();
   s.stdout_path = (dir / "stdout.txt").string();  // never mixed into normcheck's
@@ -38,9 +58,9 @@ ExecOutcome run_command_on(const ExecSpec& spec, const std::filesystem::path& di
     r.failure = "exec: " + e;
     return r;
   }
-  if (!child.wait_until(monotonic_s() + spec.timeout_s)) {
+  if (std::string why = wait_with_capped_logs(child, monotonic_s() + spec.timeout_s, dir); !why.empty()) {
     child.kill_group();
-    r.failure = fmt::format("exec command timed out after {} s (killed)", spec.timeout_s);
+    r.failure = why == "timeout" ? fmt::format("exec command timed out after {} s (killed)", spec.timeout_s) : why;
     return r;
   }
   if (child.exited_normally() && child.exit_status() == kUnsupportedExit) {

@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
 #include <fmt/format.h>
 
 #include "external/npy.hpp"
+#include "report/json_input.hpp"
 
 namespace normcheck::external {
 
@@ -77,11 +79,16 @@ std::string npy_dtype_label(DType d) {
 }
 
 std::string last_line(const std::filesystem::path& p) {
-  std::ifstream f(p);
+  // only the file's tail: a command that printed a gigabyte of stderr is not read into memory
+  constexpr std::streamoff kTail = 4096;
+  std::ifstream f(p, std::ios::binary);
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f ? static_cast<std::streamoff>(f.tellg()) : 0;
+  f.seekg(std::max<std::streamoff>(0, size - kTail));
   std::string line, last;
   while (std::getline(f, line))
     if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
-  return last.empty() ? "" : ": " + last.substr(0, 200);
+  return last.empty() ? "" : ": " + printable(last.substr(0, 200));
 }
 
 ScratchDir::~ScratchDir() {

@@ -152,7 +152,10 @@ std::vector<double> read_npy(const std::string& path, DType dtype, const std::ve
   if (!f) throw NpyError(fmt::format("output '{}' is missing", path));
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::string bytes = ss.str();
+  return parse_npy(ss.str(), dtype, shape, path);
+}
+
+std::vector<double> parse_npy(std::string_view bytes, DType dtype, const std::vector<int64_t>& shape, const std::string& path) {
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) throw NpyError(fmt::format("'{}' is not a .npy file", path));
   const int major = static_cast<unsigned char>(bytes[6]);
   size_t header_len = 0, start = 0;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -21,5 +22,8 @@ void write_npy(const std::string& path, DType dtype, const std::vector<int64_t>&
 /// (missing, not .npy, wrong dtype, Fortran order, wrong shape, truncated). NaN and Inf values
 /// are results to judge, not format errors.
 std::vector<double> read_npy(const std::string& path, DType dtype, const std::vector<int64_t>& shape);
+
+/// read_npy on the file's bytes (`path` names it in errors).
+std::vector<double> parse_npy(std::string_view bytes, DType dtype, const std::vector<int64_t>& shape, const std::string& path);
 
 }  // namespace normcheck::external

@@ -7,29 +7,10 @@
 #include <fmt/format.h>
 
 #include "report/case_json.hpp"
+#include "sections/section.hpp"
 
 namespace normcheck::nightly {
 namespace {
-
-/// The sections holding records, and where their records live.
-const std::vector<std::pair<std::string, std::vector<std::string>>>& sections() {
-  static const std::vector<std::pair<std::string, std::vector<std::string>>> s = {
-      {"records", {"records"}},
-      {"rms_block", {"rms_block", "records"}},
-      {"qr_contraction", {"qr_contraction", "records"}},
-      {"grouped_norm", {"grouped_norm", "records"}},
-      {"port_hamiltonian", {"port_hamiltonian", "records"}}};
-  return s;
-}
-
-const nlohmann::json* records_of(const nlohmann::json& report, const std::vector<std::string>& path) {
-  const nlohmann::json* j = &report;
-  for (const std::string& p : path) {
-    if (!j->is_object() || !j->contains(p) || j->at(p).is_null()) return nullptr;
-    j = &j->at(p);
-  }
-  return j->is_array() ? j : nullptr;
-}
 
 std::string identity(const nlohmann::json& r) {
   std::string key;
@@ -38,11 +19,13 @@ std::string identity(const nlohmann::json& r) {
   return key;
 }
 
+/// A record's metric: a number, or "inf"/"-inf"/"nan" as reports write them; absent is 0. Anything
+/// else is a malformed report (a string "5" is not read as +inf).
 double number(const nlohmann::json& r, const char* field) {
-  if (!r.contains(field)) return 0;
-  const auto& v = r.at(field);
-  if (const auto x = json_number_value(v)) return *x;
-  return v.is_string() ? HUGE_VAL : 0;
+  if (!r.contains(field) || r.at(field).is_null()) return 0;
+  if (const auto x = json_number_value(r.at(field))) return *x;
+  throw std::invalid_argument(fmt::format("record '{}': field {} is {}, not a number (or \"inf\", \"nan\")", identity(r), field,
+                                          r.at(field).dump()));
 }
 
 bool failing(const nlohmann::json& r) {
@@ -137,11 +120,13 @@ DiffResult diff_reports(const nlohmann::json& base, const nlohmann::json& now, c
     if (!force) throw std::invalid_argument(msg + " (--force compares them anyway)");
     d.warnings.push_back(msg);
   }
-  for (const auto& [section, path] : sections()) {
+  for (const sections::Section* s : sections::registry()) {
+    if (!s->diffed()) continue;
+    const std::string section(s->key());
     std::map<std::string, const nlohmann::json*> before, after;
-    if (const auto* rb = records_of(base, path))
+    if (const auto* rb = s->records(base))
       for (const auto& r : *rb) before[identity(r)] = &r;
-    if (const auto* ra = records_of(now, path))
+    if (const auto* ra = s->records(now))
       for (const auto& r : *ra) after[identity(r)] = &r;
     for (const auto& [key, r] : after) {
       const auto it = before.find(key);

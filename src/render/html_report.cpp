@@ -164,21 +164,4 @@ std::string render_html(const nlohmann::json& report, const nightly::DiffResult*
   return h + "<p style=\"color:#777\">normcheck render: self-contained, no scripts.</p></body></html>\n";
 }
 
-void write_file_atomically(const std::string& path, const std::string& html) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (f) f << html;
-    if (f) f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error("cannot write '" + path + "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot write '" + path + "' (rename failed)");
-  }
-}
-
 }  // namespace normcheck::render

@@ -23,8 +23,4 @@ struct RenderOptions {
 /// Throws std::invalid_argument when `report` is not a normcheck report.
 std::string render_html(const nlohmann::json& report, const nightly::DiffResult* diff, const RenderOptions& o);
 
-/// Writes `html` to `path` through a temporary file and rename; on failure removes the temporary
-/// file and throws std::runtime_error (no partial file is left).
-void write_file_atomically(const std::string& path, const std::string& html);
-
 }  // namespace normcheck::render

@@ -137,7 +137,8 @@ std::string histogram_section(const std::vector<RecordRef>& records) {
   std::string h = "<h2 id=\"histograms\">ULP-error distributions per op and dtype</h2><p>Elements per |error| bucket "
                   "(ULPs of the output dtype, log count scale), summed over the records of the kernels expected to "
                   "be sound; known-weak kernels (textbook one-pass, planted defects) are left out here, their errors "
-                  "are in the summary and worst-case tables. The red bar also holds non-finite mismatches.</p>"
+                  "are in the summary and worst-case tables. The red bar also holds non-finite mismatches. Buckets beyond "
+                  "the report format's " + std::to_string(kUlpBuckets) + " are not drawn.</p>"
                   "<div class=\"charts\">";
   std::vector<RecordRef> sound;
   for (const RecordRef& r : records)

@@ -1,17 +1,18 @@
 #include "render/report_view.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "core/metrics.hpp"
 #include "report/case_json.hpp"
+#include "sections/section.hpp"
 
 namespace normcheck::render {
 namespace {
-
-/// Sections whose order is fixed (the report's own); unknown ones follow in key order.
-const char* const kKnownSections[] = {"rms_block", "qr_contraction", "grouped_norm", "axis_audit"};
 
 /// The probed kernel of an axis-audit record (`kernel` object), else the record itself.
 const nlohmann::json& probe(const nlohmann::json& r) {
@@ -54,14 +55,11 @@ void require_report(const nlohmann::json& j) {
 
 std::vector<RecordRef> collect_records(const nlohmann::json& report) {
   std::vector<RecordRef> out;
-  if (report.contains("records") && report.at("records").is_array()) add_section("records", report.at("records"), out);
-  for (const char* name : kKnownSections)
-    if (report.contains(name) && has_records(report.at(name))) add_section(name, report.at(name).at("records"), out);
-  for (const auto& [key, value] : report.items()) {
-    bool known = key == "records";
-    for (const char* name : kKnownSections) known = known || key == name;
-    if (!known && has_records(value)) add_section(key, value.at("records"), out);
-  }
+  // the registry's sections in their order, then unknown ones (a newer report) in key order
+  for (const sections::Section* s : sections::registry())
+    if (const nlohmann::json* records = s->records(report)) add_section(std::string(s->key()), *records, out);
+  for (const auto& [key, value] : report.items())
+    if (sections::section_by_key(key) == nullptr && has_records(value)) add_section(key, value.at("records"), out);
   return out;
 }
 
@@ -123,9 +121,13 @@ std::vector<int64_t> summed_histogram(const std::vector<const RecordRef*>& recor
   for (const RecordRef* r : records) {
     if (!r->json->contains("ulp_histogram") || !r->json->at("ulp_histogram").is_array()) continue;
     const nlohmann::json& h = r->json->at("ulp_histogram");
-    if (sum.size() < h.size()) sum.resize(h.size(), 0);
-    for (size_t k = 0; k < h.size(); ++k)
-      if (h[k].is_number_integer()) sum[k] += h[k].get<int64_t>();
+    // a report's histogram has kUlpBuckets buckets: more are not drawn (a hostile report with
+    // millions of buckets would make a huge page); counts saturate instead of overflowing
+    const size_t buckets = std::min(h.size(), static_cast<size_t>(kUlpBuckets));
+    if (sum.size() < buckets) sum.resize(buckets, 0);
+    for (size_t k = 0; k < buckets; ++k)
+      if (h[k].is_number_integer() && h[k].get<int64_t>() > 0 && __builtin_add_overflow(sum[k], h[k].get<int64_t>(), &sum[k]))
+        sum[k] = std::numeric_limits<int64_t>::max();
   }
   return sum;
 }

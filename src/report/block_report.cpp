@@ -17,7 +17,7 @@ nlohmann::json block_worst_json(const BlockRecord& r, size_t index, const std::s
   const int64_t row_length = r.output == "y" ? r.worst.m : r.output == "dx" || r.output == "dw" ? r.worst.n : 0;
   j["element"] = worst_element_json(r.worst.element, row_length);
   if (r.output == "dx") j["element"]["cancellation_factor"] = json_number(r.worst.cancellation);
-  j["replay"] = "normcheck replay --report " + report_path + " --block-record " + std::to_string(index);
+  j["replay"] = replay_command_line(report_path, "block-record", static_cast<int64_t>(index));
   return j;
 }
 

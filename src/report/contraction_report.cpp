@@ -19,7 +19,7 @@ nlohmann::json record_json(const ContractionRecord& r, size_t index, const std::
              {"m", r.worst.m},
              {"rows", r.worst.rows},
              {"element", worst_element_json(r.worst.element, r.output == "f" ? r.worst.m : r.worst.d)},
-             {"replay", "normcheck replay --report " + report_path + " --contraction-record " + std::to_string(index)}};
+             {"replay", replay_command_line(report_path, "contraction-record", static_cast<int64_t>(index))}};
   nlohmann::json j = {{"op", "qr_contraction"},
                       {"form", r.form},
                       {"storage", std::string(dtype_info(r.storage).name)},

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/shell_quote.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "report/case_json.hpp"
 
@@ -75,7 +76,7 @@ nlohmann::json worst_case_json(const RunConfig& cfg, const Record& r, size_t rec
   nlohmann::json j = case_to_json(c);
   j["case_index"] = r.worst.case_index;
   j["element"] = worst_element_json(r.worst.element, row_length_of_output(r.key.output, c.n));
-  j["replay"] = "normcheck replay --report " + report_path + " --record " + std::to_string(record_index);
+  j["replay"] = replay_command_line(report_path, "record", static_cast<int64_t>(record_index));
   return j;
 }
 
@@ -222,18 +223,20 @@ std::string record_label(const RecordKey& k) {
          k.property;
 }
 
-nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMetadata& meta,
-                           const std::string& report_path) {
-  nlohmann::json records = nlohmann::json::array();
-  for (size_t i = 0; i < r.records.size(); ++i) records.push_back(record_json(cfg, r.records[i], i, report_path));
+std::string replay_command_line(const std::string& report_path, const char* option, int64_t index) {
+  return "normcheck replay --report " + shell_quote(report_path) + " --" + option + " " + std::to_string(index);
+}
+
+nlohmann::json report_header(const RunConfig& cfg, const RunMetadata& meta) {
+  const RunResult none;
   return {{"schema_version", kReportSchemaVersion},
           {"tool", "normcheck"},
           {"run",
-           {{"complete", !r.interrupted},
-            {"passed", run_passed(r)},
+           {{"complete", !none.interrupted},
+            {"passed", run_passed(none)},
             {"shard", cfg.shard.sharded() ? nlohmann::json{{"index", cfg.shard.index}, {"count", cfg.shard.count}} : nlohmann::json()},
-            {"cases_planned", r.cases_planned},
-            {"cases_done", r.cases_done},
+            {"cases_planned", none.cases_planned},
+            {"cases_done", none.cases_done},
             {"start_time", meta.start_time},
             {"end_time", meta.end_time},
             {"command_line", meta.command_line},
@@ -245,35 +248,31 @@ nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMe
             {"oracle",
              {{"method", "MPFI interval enclosure with precision escalation"},
               {"precisions_bits", {168, 500, 1331}},
-              {"max_precision_bits_used", r.max_oracle_precision_bits},
+              {"max_precision_bits_used", none.max_oracle_precision_bits},
               {"required_max_err_ulps", kRequiredUlpFraction}}}}},
           {"config", config_json(cfg)},
-          {"records", records},
-          {"records_passed", records_passed(r)},
-          {"flag_checks", flag_checks_json(r.flag_checks)}};
+          {"records", nlohmann::json::array()},
+          {"records_passed", records_passed(none)},
+          {"flag_checks", flag_checks_json(none.flag_checks)}};
 }
 
-void write_json_atomically(const std::string& path, const nlohmann::json& j) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw std::runtime_error("cannot write report '" + path + "'");
-    f << j.dump(1) << '\n';
-    if (!f) throw std::runtime_error("cannot write report '" + path + "'");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot rename report into '" + path + "'");
+void write_per_op_section(nlohmann::json& report, const RunConfig& cfg, const RunResult& r, const std::string& report_path) {
+  nlohmann::json records = nlohmann::json::array();
+  for (size_t i = 0; i < r.records.size(); ++i) records.push_back(record_json(cfg, r.records[i], i, report_path));
+  report["records"] = std::move(records);
+  report["records_passed"] = records_passed(r);
+  report["flag_checks"] = flag_checks_json(r.flag_checks);
+  report["run"]["complete"] = !r.interrupted;
+  report["run"]["passed"] = run_passed(r);
+  report["run"]["cases_planned"] = r.cases_planned;
+  report["run"]["cases_done"] = r.cases_done;
+  report["run"]["oracle"]["max_precision_bits_used"] = r.max_oracle_precision_bits;
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw std::runtime_error("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw std::runtime_error("'" + path + "' is not valid JSON (" + std::string(e.what()) + ")");
-  }
+nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMetadata& meta, const std::string& report_path) {
+  nlohmann::json report = report_header(cfg, meta);
+  write_per_op_section(report, cfg, r, report_path);
+  return report;
 }
 
 RunConfig config_from_report(const nlohmann::json& report) {

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/json_input.hpp"
+#include "report/output_files.hpp"
 #include "suite/runner.hpp"
 
 namespace normcheck {
@@ -15,15 +17,19 @@ struct RunMetadata {
   std::string command_line;
 };
 
-/// Builds the whole report; worst cases are regenerated from their seeds to embed their inputs.
+/// The report of a run before its sections: schema, tool, run (metadata; counts of no case yet),
+/// config, and an empty per-op section.
+nlohmann::json report_header(const RunConfig& cfg, const RunMetadata& meta);
+
+/// Writes the per-op section (top-level records, records_passed, flag_checks, and the run's counts
+/// and oracle precision); worst cases are regenerated from their seeds to embed their inputs.
+void write_per_op_section(nlohmann::json& report, const RunConfig& cfg, const RunResult& r, const std::string& report_path);
+
+/// The header and the per-op section.
 nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMetadata& meta,
                            const std::string& report_path);
 
-/// Writes `j` to `path` through a temporary file and rename, so a reader never sees half a report.
-void write_json_atomically(const std::string& path, const nlohmann::json& j);
 
-/// Reads and parses a JSON file; throws std::runtime_error with one clear line on failure.
-nlohmann::json read_json_file(const std::string& path);
 
 /// The configuration a report was produced with (for regenerating worst cases).
 RunConfig config_from_report(const nlohmann::json& report);
@@ -58,6 +64,9 @@ struct SuiteSection {
   int64_t cases_planned, cases_done;
 };
 nlohmann::json suite_section_json(const SuiteSection& s, nlohmann::json records, nlohmann::json comparison);
+
+/// "normcheck replay --report <path, shell-quoted> --<option> <index>": the command a record prints.
+std::string replay_command_line(const std::string& report_path, const char* option, int64_t index);
 
 /// ISO 8601 UTC timestamp of now.
 std::string utc_now();

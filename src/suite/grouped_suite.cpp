@@ -104,9 +104,10 @@ bool grouped_suite_passed(const GroupedSuiteResult& r, bool report_only) {
   return !r.interrupted;
 }
 
-nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSuiteResult& r) {
+nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSuiteResult& r, const std::string& report_path) {
   nlohmann::json records = nlohmann::json::array(), dtypes = nlohmann::json::array();
   for (const GroupedRecord& rec : r.records) {
+    const std::string replay = replay_command_line(report_path, "grouped-record", static_cast<int64_t>(records.size()));
     nlohmann::json j = {
         {"op", "grouped_norm"},
         {"kind", std::string(audit::kind_name(rec.kind))},
@@ -125,7 +126,8 @@ nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSu
           {"layout", std::string(audit::layout_name(rec.worst_tensor.layout))},
           {"shape", rec.worst_tensor.shape},
           {"element", worst_element_json(rec.worst, 0)},
-          {"regenerate", "gen::make_grouped_case(kind, layout, dtype, case_seed)"}}}};
+          {"regenerate", "gen::make_grouped_case(kind, layout, dtype, case_seed)"},
+          {"replay", replay}}}};
     j.update(accumulator_json(rec.acc));
     if (cfg.external) {  // built-in records stay as they were
       j["kernel"] = cfg.external->name;

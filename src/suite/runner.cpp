@@ -247,10 +247,7 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
       if (progress) progress(result.cases_done + static_cast<int64_t>(pending.size()), result.cases_planned);
     }
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, cfg.threads); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  run_on_threads(cfg.threads, todo.size(), worker);
   for (const auto& [i, item] : pending) merge_one(i, item);  // after a gap left by an interruption
   result.interrupted = result.cases_done < result.cases_planned;
   std::vector<FlagView> views;

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -74,6 +76,24 @@ struct DtypeSlice {
   int64_t planned() const { return count_owned(total(), [this](size_t i) { return owns(i); }); }
 };
 
+/// Runs `worker` on min(threads, items) threads, the caller's included: never more threads than
+/// work, and a thread the system refuses to create (std::system_error) is not fatal: the threads
+/// started so far, at least the caller's, do the work.
+template <class Worker>
+void run_on_threads(int threads, size_t items, Worker& worker) {
+  const size_t wanted = std::max<size_t>(1, std::min(static_cast<size_t>(std::max(1, threads)), items));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < wanted; ++t) {
+    try {
+      pool.emplace_back(std::ref(worker));
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
+  worker();
+  for (auto& t : pool) t.join();
+}
+
 /// Runs fn(i) for every i in [0, total) with wanted(i) on `threads` threads; results by index,
 /// empty where an item is not wanted (another shard's) or a stop request left it undone.
 template <class Result, class Fn, class Wanted>
@@ -86,10 +106,7 @@ std::vector<std::optional<Result>> run_items(size_t total, int threads, Fn fn, W
   auto worker = [&] {
     for (size_t k; !stop_requested() && (k = next++) < todo.size();) done[todo[k]] = fn(todo[k]);
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+  run_on_threads(threads, todo.size(), worker);
   return done;
 }
 

@@ -4,11 +4,11 @@
 
 #include <fmt/format.h>
 
-#include "cli/commands.hpp"
+#include "report/terminal_summary.hpp"
 #include "report/contraction_report.hpp"
 #include "report/report.hpp"
 
-namespace normcheck::cli {
+namespace normcheck {
 namespace {
 
 struct Row {
@@ -173,4 +173,4 @@ void print_audit_summary(const std::vector<audit::AuditRecord>& records) {
               static_cast<long long>(coincide), static_cast<long long>(planted), static_cast<long long>(unexpected));
 }
 
-}  // namespace normcheck::cli
+}  // namespace normcheck

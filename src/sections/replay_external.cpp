@@ -1,4 +1,4 @@
-#include "cli/replay_external.hpp"
+#include "sections/replay_external.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -13,10 +13,11 @@
 #include "external/plugin_v2.hpp"
 #include "external/serve.hpp"
 #include "external/serve_block.hpp"
+#include "external/serve_grouped.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
 
-namespace normcheck::cli {
+namespace normcheck::sections {
 namespace {
 
 const KernelEntry* find_in(const std::vector<KernelEntry>& kernels, const std::string& name, Op op, DType dt) {
@@ -76,6 +77,26 @@ BlockKernelEntry replay_block_kernel(const nlohmann::json& report, const nlohman
   return external::serve_block_kernels(std::make_shared<external::ServePool>(e), spec.block_form, {dtype}).at(0);
 }
 
+std::function<GroupedOutputs(const GroupedNormCase&)> replay_grouped_kernel(const nlohmann::json& report, const nlohmann::json& rec,
+                                                                            const ReplayOptions& o) {
+  const ExternalSpecs spec = config_from_report(report).external;
+  const std::string name = rec.at("kernel").get<std::string>();
+  const double timeout_s = o.kernel_timeout.value_or(spec.timeout_s);
+  if (name.rfind("plugin:", 0) == 0) {
+    const std::vector<std::string> paths = o.plugin.empty() ? spec.plugins : std::vector<std::string>{o.plugin};
+    for (const std::string& path : paths) {
+      const external::PluginInfo info = external::inspect_plugin(path, timeout_s, spec.serve_startup_s);
+      if ("plugin:" + info.name == name && !info.grouped_dtypes.empty()) return external::plugin_grouped_kernel(info);
+    }
+    throw std::invalid_argument("grouped record names " + name + " but no plugin given (--kernel LIB) or recorded provides it");
+  }
+  const std::string command = o.serve.empty() ? spec.serve : o.serve;
+  if (name.rfind("serve:", 0) != 0 || command.empty())
+    throw std::invalid_argument("grouped record names " + name + ": give the command with --serve 'CMD'");
+  const external::ExecSpec e{command, name.substr(6), timeout_s, spec.serve_startup_s};
+  return external::serve_grouped_kernel(std::make_shared<external::ServePool>(e));
+}
+
 KernelEntry replay_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o) {
   const auto op = parse_op(rec.at("op").get<std::string>());
   const auto storage = parse_dtype(rec.at("storage").get<std::string>());
@@ -125,4 +146,4 @@ void dump_case(const std::string& dir, Op op, const LayerNormCase& c, const orac
   if (!f) throw std::invalid_argument("cannot write exact.json in '" + dir + "'");
 }
 
-}  // namespace normcheck::cli
+}  // namespace normcheck::sections

@@ -1,0 +1,121 @@
+// Bad input from files and options (issue 16): one clear line and exit 2, nothing half-written,
+// nothing left behind, no crash on hostile reports or shapes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "core/layernorm_case.hpp"
+#include "properties/cli_harness.hpp"
+#include "report/json_input.hpp"
+#include "report/output_files.hpp"
+
+namespace {
+
+int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+void expect_one_line_exit_two(const std::string& args, const std::string& why) {
+  const Outcome o = run_cli(args);
+  EXPECT_EQ(o.exit_code, 2) << args << "\n" << o.out << o.err;
+  EXPECT_EQ(lines(o.err), 1) << args << ": " << o.err;
+  EXPECT_NE(o.err.find(why), std::string::npos) << args << ": " << o.err;
+  EXPECT_EQ(o.err.find("[json.exception"), std::string::npos) << args << ": " << o.err;
+}
+
+/// A small real report (grouped norms only, f32) to edit.
+const fs::path& small_report() {
+  static const fs::path p = [] {
+    const fs::path r = scratch() / "hardening_small.json";
+    EXPECT_EQ(run_cli("run --suite quick --dtypes f32 --ops layernorm_forward --cases 1 --out " + r.string()).exit_code, 0);
+    return r;
+  }();
+  return p;
+}
+
+fs::path edited(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json j = nlohmann::json::parse(slurp(small_report()));
+  edit(j);
+  const fs::path p = scratch() / name;
+  std::ofstream(p) << j.dump();
+  return p;
+}
+
+TEST(Hardening, DeeplyNestedJsonIsRefusedByEveryCommandThatReadsReports) {
+  const fs::path deep = scratch() / "deep.json";
+  std::ofstream(deep) << std::string(200000, '[') << std::string(200000, ']');
+  const std::string d = deep.string(), ok = small_report().string();
+  for (const std::string& args : {"replay --report " + d + " --record 0", "merge " + d + " --out " + (scratch() / "m.json").string(),
+                                  "diff " + d + " " + ok, "diff " + ok + " " + d, "render " + d})
+    expect_one_line_exit_two(args, "deeper than");
+  // a string holding brackets is not nesting
+  EXPECT_EQ(normcheck::json_nesting_depth(R"({"a": "[[[[[[[[", "b": [1, {"c": "]]]"}]})"), 3u);
+  EXPECT_EQ(normcheck::json_nesting_depth(R"(["\"[[[[["])"), 1u);
+}
+
+TEST(Hardening, MalformedReportFieldsNameTheFileInOneLine) {
+  const fs::path type = edited("hardening_type.json", [](nlohmann::json& j) { j["records"][0]["op"] = 5; });
+  expect_one_line_exit_two("replay --report " + type.string() + " --record 0", "'" + type.string() + "' is malformed");
+  const fs::path metric = edited("hardening_metric.json", [](nlohmann::json& j) { j["records"][0]["max_ulp"] = "5"; });
+  expect_one_line_exit_two("diff " + small_report().string() + " " + metric.string(), "field max_ulp is \"5\", not a number");
+  const fs::path overflow = scratch() / "hardening_overflow.json";
+  std::ofstream(overflow) << R"({"tool": "normcheck", "x": 1e999})";
+  expect_one_line_exit_two("render " + overflow.string(), "'" + overflow.string() + "' is malformed: number overflow");
+  // control characters from a file never reach the terminal raw
+  EXPECT_EQ(normcheck::printable("a\nb\x1b[31mc"), "a\\nb\\x1b[31mc");
+}
+
+TEST(Hardening, ShapesBeyondTheElementCapAreRefusedBeforeAnyAllocation) {
+  expect_one_line_exit_two("run --rows 1048576 --n 1048576", "exceeds 16777216 elements per case");
+  expect_one_line_exit_two("bounds --n 1048576 --rows 4096", "exceeds 16777216 elements per case");
+  expect_one_line_exit_two("run --max-elements 100000000", "--max-elements must be in [1, 16777216]");
+  expect_one_line_exit_two("search --rows 4611686018427387904 --n 4", "rows*n <= 65536");
+  EXPECT_FALSE(normcheck::case_elements(int64_t{1} << 62, 4));  // no signed overflow
+  EXPECT_FALSE(normcheck::case_elements(0, 4));
+  EXPECT_EQ(normcheck::case_elements(4096, 4096), int64_t{1} << 24);
+  // an edited report claiming rows = 2^62 with empty inputs is an invalid case, not an allocation
+  normcheck::LayerNormCase c;
+  c.rows = int64_t{1} << 62;
+  c.n = 4;
+  c.eps = 1e-5;
+  c.gamma = c.beta = {1, 1, 1, 1};
+  ASSERT_TRUE(normcheck::validate_case(c, false).has_value());
+  EXPECT_NE(normcheck::validate_case(c, false)->find("exceeds"), std::string::npos);
+}
+
+TEST(Hardening, AnUnwritableOutputIsFoundBeforeTheWorkAndNothingIsLeftBehind) {
+  const fs::path file = scratch() / "hardening_a_file";
+  std::ofstream(file) << "x";
+  const Outcome run = run_cli("run --suite quick --out " + (file / "r.json").string());
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("cannot write"), std::string::npos) << run.err;
+  EXPECT_EQ(run.out, "") << "the suite must not have run";
+  expect_one_line_exit_two("norm-budget --out " + (file / "b.json").string(), "cannot write");
+  // contract: the input is never the output, and weights are written only with their certificate
+  const fs::path block = scratch() / "hardening_block.safetensors", out = scratch() / "hardening_contracted.safetensors";
+  ASSERT_EQ(run_cli("example-block --out " + block.string()).exit_code, 0);
+  const std::string before = slurp(block);
+  expect_one_line_exit_two("contract --in " + block.string() + " --out " + block.string(), "is the input block");
+  EXPECT_EQ(slurp(block), before);
+  expect_one_line_exit_two("contract --in " + block.string() + " --out " + out.string() + " --certificate " + (file / "c.json").string(),
+                           "cannot write");
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+}
+
+TEST(Hardening, OutputFilesCommitAllOrNothing) {
+  const fs::path a = scratch() / "hardening_all_a.txt", bad = scratch() / "no_such_folder" / "b.txt";
+  fs::remove(a);
+  {
+    normcheck::OutputFiles files;
+    files.add(a.string(), "first");
+    EXPECT_THROW(files.add(bad.string(), "second"), std::runtime_error);
+  }  // destroyed without commit: the first temporary goes too
+  EXPECT_FALSE(fs::exists(a));
+  EXPECT_FALSE(fs::exists(a.string() + ".tmp"));
+  normcheck::write_file_atomically(a.string(), "whole");
+  EXPECT_EQ(slurp(a), "whole");
+  EXPECT_FALSE(fs::exists(a.string() + ".tmp"));
+}
+
+}  // namespace

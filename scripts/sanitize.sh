@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds normcheck with AddressSanitizer and UndefinedBehaviorSanitizer in ./build-asan and runs the
+# test programs that fit CI: bad input and hostile files (test_hardening, test_sections, through the
+# sanitized normcheck binary), the parsers (safetensors, corpus, ONNX), dtypes and rounding, and the
+# verdict logic. The suites' long runs stay with the regular build. Any sanitizer report fails.
+#   usage: scripts/sanitize.sh [TEST_PROGRAM...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+programs=("$@")
+[ ${#programs[@]} -gt 0 ] || programs=(test_hardening test_sections test_dtype test_safetensors test_rounding test_corpus test_onnx test_verdicts)
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNORMCHECK_SANITIZE=address,undefined >/dev/null
+cmake --build build-asan -j "$(nproc)" --target normcheck "${programs[@]}" >/dev/null
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+status=0
+for p in "${programs[@]}"; do
+  start=$(date +%s)
+  if (cd build-asan && "./$p" --gtest_brief=1 > "$p.log" 2>&1); then
+    echo "sanitize: $p passed under ASan+UBSan ($(( $(date +%s) - start )) s)"
+  else
+    echo "sanitize: $p FAILED under ASan+UBSan (build-asan/$p.log):"
+    grep -E "ERROR: AddressSanitizer|runtime error|FAILED|Failure" "build-asan/$p.log" | head -10
+    status=1
+  fi
+done
+exit $status

@@ -1,0 +1,51 @@
+#pragma once
+/// The rules sections merge their shards with (sections/*.cpp choose one each): records picked
+/// from the shard that ran them, per-dtype rows from the dtype's shard, records concatenated in
+/// dtype order, or a section one shard runs whole. Every rule throws std::invalid_argument with one
+/// line when the shards disagree.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nightly/merge.hpp"
+#include "suite/runner.hpp"
+
+namespace normcheck::nightly {
+
+/// The member `key` of every shard report (shard order); null where a shard lacks it.
+std::vector<const nlohmann::json*> section_parts(const std::vector<ShardReport>& shards, const std::string& key);
+
+/// Refuses when a shard has the section null or missing (interrupted before it).
+void require_every_shard(const std::vector<const nlohmann::json*>& parts, const std::vector<ShardReport>& shards, const std::string& key);
+
+/// Records planned identically by every shard: each comes from the one shard that ran it (cases > 0),
+/// its replay command repointed at `out_path`.
+nlohmann::json pick_records(const std::vector<const nlohmann::json*>& records, const std::vector<ShardReport>& shards,
+                            const std::string& out_path);
+
+/// Flag checks span the generators of a dtype: recomputed from merged per-op or block records.
+std::vector<FlagCheck> recompute_flags(const nlohmann::json& records, const std::vector<DType>& dtypes);
+bool all_caught(const std::vector<FlagCheck>& flags);
+
+/// The dtypes of a report configuration.
+std::vector<DType> dtypes_of(const nlohmann::json& config);
+
+/// Sum of an integer member over the parts; whether a boolean member is true in every part.
+int64_t sum_of(const std::vector<const nlohmann::json*>& parts, const char* key);
+bool all_true(const std::vector<const nlohmann::json*>& parts, const char* key);
+
+/// A dtype-sliced suite section (rms_block, qr_contraction): records, comparison rows and counts;
+/// with `has_flags` its flag checks are recomputed and its verdict includes them.
+nlohmann::json merge_suite_section(const std::vector<const nlohmann::json*>& parts, const std::vector<ShardReport>& shards,
+                                   const std::string& out_path, bool has_flags);
+
+/// Records created as cases arrive (grouped_norm, port_hamiltonian): concatenated in dtype order,
+/// replay commands repointed at `out_path`.
+nlohmann::json merge_dtype_ordered(const std::vector<const nlohmann::json*>& parts, const std::vector<ShardReport>& shards,
+                                   const std::string& out_path);
+
+/// A section one shard runs whole (axis_audit): taken from that shard (null if none ran it).
+nlohmann::json pick_whole(const std::vector<const nlohmann::json*>& parts, const std::string& key);
+
+}  // namespace normcheck::nightly

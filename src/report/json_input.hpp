@@ -1,0 +1,32 @@
+#pragma once
+/// Reading JSON a user hands in (reports for replay, diff, merge, render): bounded nesting, and
+/// errors that name the file and the field in one printable line.
+#include <cstddef>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace normcheck {
+
+/// Deepest nesting a report may have: ours nest 8 levels; 200,000 levels crashed nlohmann's
+/// recursive copy and compare (issue 16).
+inline constexpr std::size_t kMaxJsonDepth = 64;
+
+/// Nesting depth of the JSON text's arrays and objects (strings skipped); stops counting past `limit`.
+std::size_t json_nesting_depth(std::string_view text, std::size_t limit = kMaxJsonDepth + 1);
+
+/// Reads and parses a JSON file; throws std::runtime_error with one line naming the file when it
+/// cannot be read, is not JSON, or nests deeper than kMaxJsonDepth.
+nlohmann::json read_json_file(const std::string& path);
+
+/// `text` with control characters escaped (\n, \t, \x1b ...): safe to quote in an error line.
+std::string printable(std::string_view text);
+
+/// One line for an error met while reading `file`: nlohmann's type, range and parse errors lose
+/// their "[json.exception...]" tag and gain the file (and the field's JSON pointer where nlohmann
+/// names it); other errors are passed through with control characters escaped.
+std::string describe_input_error(const std::string& file, const std::exception& e);
+
+}  // namespace normcheck

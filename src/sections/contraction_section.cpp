@@ -1,0 +1,135 @@
+// The QR-contraction section ("qr_contraction"): the contracted block (R, D, c) judged against its
+// bound, the original affine -> LayerNorm -> affine block measured beside it.
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "nightly/merge_rules.hpp"
+#include "properties/contraction_generators.hpp"
+#include "report/contraction_report.hpp"
+#include "report/report.hpp"
+#include "report/terminal_summary.hpp"
+#include "sections/replay_support.hpp"
+#include "sections/section_support.hpp"
+#include "sections/sections.hpp"
+#include "suite/contraction_judge.hpp"
+#include "suite/suites.hpp"
+
+namespace normcheck::sections {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kKey = "qr_contraction";
+
+class ContractionRun final : public SectionRun {
+ public:
+  explicit ContractionRun(ContractionSuiteConfig cfg) : cfg_(std::move(cfg)) {}
+  int64_t shard_units() const override { return static_cast<int64_t>(cfg_.dtypes.size()); }
+  void set_shard(const ShardSpec& shard) override { cfg_.shard = shard; }
+  int64_t planned_cases() const override { return normcheck::planned_cases(cfg_); }
+  void run(const std::string& journal) override {
+    cfg_.journal_path = journal;
+    result_ = run_contraction_suite(cfg_);
+  }
+  int64_t cases_done() const override { return result_ ? result_->cases_done : 0; }
+  bool passed() const override { return result_ && contraction_suite_passed(*result_); }
+  bool complete() const override { return result_ && !result_->interrupted; }
+  void write(json& report, const std::string& report_path) const override {
+    if (result_) report[std::string(kKey)] = contraction_suite_json(cfg_, *result_, report_path);
+  }
+  void print_summary() const override {
+    if (result_) print_contraction_summary(*result_);
+  }
+
+ private:
+  ContractionSuiteConfig cfg_;
+  std::optional<ContractionSuiteResult> result_;
+};
+
+/// The record's case, regenerated from its seed and checked against the recorded shapes.
+ContractionCase contraction_case_of(const json& rec) {
+  const json& wc = rec.at("worst_case");
+  const auto dt = parse_dtype(rec.at("storage").get<std::string>());
+  if (!dt) throw std::invalid_argument("unknown dtype in contraction record");
+  ContractionCase c = gen::make_contraction_case(wc.at("generator").get<std::string>(), *dt, std::stoull(wc.at("case_seed").get<std::string>()));
+  if (c.block.d != wc.at("d").get<int64_t>() || c.block.n != wc.at("n").get<int64_t>() || c.block.m != wc.at("m").get<int64_t>() ||
+      c.rows != wc.at("rows").get<int64_t>())
+    throw std::invalid_argument("regenerated case does not match the recorded shapes (edited report or other build)");
+  return c;
+}
+
+class ContractionSection final : public Section {
+ public:
+  std::string_view key() const override { return kKey; }
+  std::vector<std::string_view> ops() const override { return {kKey}; }
+
+  std::unique_ptr<SectionRun> plan(const PlanInputs& in) const override {
+    if (!builtin_only(in, kKey)) return nullptr;
+    const RunOptions& o = in.options;
+    ContractionSuiteConfig cfg = *suite_contraction_config(o.suite);
+    cfg.dtypes = in.common.dtypes;
+    if (!o.contraction_generators.empty()) {
+      for (const std::string& g : o.contraction_generators)
+        if (!gen::is_contraction_generator(g)) throw PlanError(fmt::format("unknown contraction generator '{}' (see normcheck list)", g));
+      cfg.generators = o.contraction_generators;
+    }
+    if (o.seed) cfg.seed = *o.seed;
+    if (o.contraction_cases) cfg.cases_per_generator = *o.contraction_cases;
+    cfg.threads = o.threads;
+    if ((o.ops.empty() || in.names_any(ops())) && o.variants.empty() && cfg.cases_per_generator > 0)
+      return std::make_unique<ContractionRun>(std::move(cfg));
+    return nullptr;
+  }
+
+  bool merge(const std::vector<nightly::ShardReport>& shards, const std::string& out_path, json& m) const override {
+    const std::vector<const json*> parts = nightly::section_parts(shards, std::string(kKey));
+    nightly::require_every_shard(parts, shards, std::string(kKey));
+    m[std::string(kKey)] = nightly::merge_suite_section(parts, shards, out_path, false);
+    return m[std::string(kKey)].value("passed", false);
+  }
+
+  json suite_row(std::string_view suite) const override {
+    const ContractionSuiteConfig qr = *suite_contraction_config(suite);
+    return {{"section", kKey}, {"ops", kKey}, {"kernels", 2}, {"dtypes", qr.dtypes.size()}, {"generators", qr.generators.size()},
+            {"cases_per_generator", qr.cases_per_generator},
+            {"cases", static_cast<int64_t>(qr.dtypes.size() * qr.generators.size()) * qr.cases_per_generator},
+            {"shapes", "the seed's categories"}};
+  }
+
+  std::string_view replay_option() const override { return "contraction-record"; }
+
+  int replay(const ReplayOptions& o, int64_t index) const override {
+    json rec;
+    ContractionCase c;
+    try {
+      if (!o.dump.empty()) throw std::invalid_argument("--dump writes per-op records (--record) only; a contraction case is in the report's worst_case");
+      rec = record_with_worst_case(records(read_json_file(o.report)), index, "contraction record");
+      c = contraction_case_of(rec);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "normcheck: error: %s\n", describe_input_error(o.report, e).c_str());
+      return kExitBadInput;
+    }
+    const ContractionJudgement j = judge_contraction(c);
+    const bool contracted = rec.at("form") == "contracted", is_f = rec.at("output") == "f";
+    const OutputJudgement& out = contracted ? (is_f ? j.f : j.dx) : (is_f ? j.original_f : j.original_dx);
+    std::printf("contraction record %lld: %s %s %s, output %s; case: generator %s, seed %llu, d %lld, n %lld, m %lld, rows %lld\n",
+                static_cast<long long>(index), rec.at("form").get<std::string>().c_str(), dtype_info(c.dtype).name.data(),
+                rec.at("property").get<std::string>().c_str(), out.output.c_str(), c.generator.c_str(),
+                static_cast<unsigned long long>(c.seed), static_cast<long long>(c.block.d), static_cast<long long>(c.block.n),
+                static_cast<long long>(c.block.m), static_cast<long long>(c.rows));
+    std::printf("oracle %d bits, certified error %.3g ulp; max err/bound %.6g, max ulp %.6g\n", j.reference.precision_bits,
+                j.reference.max_err_ulps, out.acc.max_bound_ratio(), out.acc.max_ulp());
+    // Per case: the element with the largest err/bound (contracted) or ULP error (original).
+    return report_replay(out.worst, rec.at("worst_case").at("element"));
+  }
+};
+
+}  // namespace
+
+const Section& contraction_section() {
+  static const ContractionSection s;
+  return s;
+}
+
+}  // namespace normcheck::sections

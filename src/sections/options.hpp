@@ -1,0 +1,46 @@
+#pragma once
+/// The options of `normcheck run` and `normcheck replay` as the sections see them (the command line
+/// fills them in src/cli/main.cpp).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace normcheck {
+
+/// Exit codes of every command: 0 ok, 1 a check failed, 2 bad usage or bad input.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCheckFailed = 1;
+inline constexpr int kExitBadInput = 2;
+
+struct RunOptions {
+  std::string suite = "default";
+  std::vector<std::string> ops, variants, dtypes, generators, block_generators, contraction_generators;
+  std::optional<uint64_t> seed;
+  std::optional<int> cases, block_cases, contraction_cases, grouped_cases;
+  std::vector<std::string> plugins;  ///< --kernel: plugin libraries to judge
+  double kernel_timeout = 10;        ///< seconds per plugin or exec call
+  std::string exec, exec_name = "exec";  ///< --exec: a command implementing the exec protocol
+  std::string serve;                 ///< --serve: a long-running command speaking the serve protocol
+  double serve_startup_timeout = 120;  ///< seconds until a serve command's ready line
+  std::string block_form;            ///< --block-form: composed or deferred, what a served linear_rmsnorm kernel computes
+  bool report_only = false;          ///< external kernels are measured, not judged (third-party libraries)
+  int threads = 1;
+  std::string out = "reports/latest.json";
+  std::optional<int64_t> rows, n, max_elements;
+  std::optional<double> eps;
+  bool quiet = false;
+  std::string shard;  ///< "i/N": run only shard i of N (empty: everything)
+};
+
+struct ReplayOptions {
+  std::string report;
+  /// The records named on the command line as (section key, index), one per --record,
+  /// --block-record, ... option given (each section declares its option); replay takes exactly one.
+  std::vector<std::pair<std::string, int64_t>> records;
+  std::string plugin, exec, serve;       ///< an external record's kernel (default: the report's config.external)
+  std::optional<double> kernel_timeout;  ///< seconds per external call
+  std::string dump;                      ///< write the case, inputs and exact outputs here
+};
+
+}  // namespace normcheck

@@ -1,0 +1,233 @@
+// The per-op section: LayerNorm and RMSNorm forward and backward kernels (built-in, plugins, exec,
+// serve) judged record by record; its records are the report's top-level `records`.
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "external/exec.hpp"
+#include "external/plugin.hpp"
+#include "external/serve.hpp"
+#include "nightly/merge_rules.hpp"
+#include "properties/generators.hpp"
+#include "report/case_json.hpp"
+#include "report/report.hpp"
+#include "report/terminal_summary.hpp"
+#include "sections/replay_external.hpp"
+#include "sections/replay_support.hpp"
+#include "sections/sections.hpp"
+#include "suite/suites.hpp"
+
+namespace normcheck::sections {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string_view> op_names() {
+  return {op_name(Op::layernorm_forward), op_name(Op::layernorm_backward), op_name(Op::rmsnorm_forward), op_name(Op::rmsnorm_backward)};
+}
+
+class PerOpRun final : public SectionRun {
+ public:
+  explicit PerOpRun(RunConfig cfg) : cfg_(std::move(cfg)) {}
+  int64_t shard_units() const override { return static_cast<int64_t>(cfg_.dtypes.size() * cfg_.generators.size()); }
+  void set_shard(const ShardSpec& shard) override { cfg_.shard = shard; }
+  int64_t planned_cases() const override { return normcheck::planned_cases(cfg_); }
+  void run(const std::string& journal) override {
+    cfg_.journal_path = journal;
+    result_ = run_suite(cfg_);
+    ran_ = true;
+  }
+  int64_t cases_done() const override { return result_.cases_done; }
+  bool passed() const override { return ran_ && run_passed(result_); }
+  bool complete() const override { return ran_ && !result_.interrupted; }
+  int64_t judged_external_elements() const override {
+    int64_t n = 0;
+    for (const Record& rec : result_.records)
+      if (is_external_kernel_name(rec.key.kernel)) n += rec.acc.count() + rec.kernel_failures;
+    return n;
+  }
+  void write(json& report, const std::string& report_path) const override {
+    if (ran_) write_per_op_section(report, cfg_, result_, report_path);
+  }
+  void print_summary() const override {
+    if (ran_) normcheck::print_summary(result_);
+  }
+  const RunConfig* run_config() const override { return &cfg_; }
+
+ private:
+  RunConfig cfg_;
+  RunResult result_;
+  bool ran_ = false;
+};
+
+/// The external kernels' per-op entries: plugins, the exec command, the serve pool.
+void add_external_kernels(const RunOptions& o, const ExternalKernels& ext, RunConfig& cfg) {
+  cfg.builtin = false;
+  for (const external::PluginInfo& p : ext.plugins)
+    for (KernelEntry& k : external::plugin_kernels(p)) cfg.extra_kernels.push_back(std::move(k));
+  if (!o.exec.empty())
+    for (KernelEntry& k : external::exec_kernels({o.exec, o.exec_name, o.kernel_timeout}, cfg.ops, cfg.dtypes))
+      cfg.extra_kernels.push_back(std::move(k));
+  if (ext.serve)
+    for (KernelEntry& k : external::serve_kernels(ext.serve, cfg.ops, cfg.dtypes)) cfg.extra_kernels.push_back(std::move(k));
+  cfg.external_report_only = o.report_only;
+  cfg.external = ext.specs;
+}
+
+/// The worst case's inputs: inline when present, else regenerated from its seed and checked by digest.
+LayerNormCase worst_case_of(const json& report, const json& wc, DType dtype) {
+  LayerNormCase c;
+  if (wc.contains("x")) {
+    c = case_from_json(wc);
+  } else {
+    const RunConfig cfg = config_from_report(report);
+    c = gen::make_layernorm_case(wc.at("generator").get<std::string>(), dtype, std::stoull(wc.at("case_seed").get<std::string>()),
+                                 cfg.shape);
+    c.eps = parse_hexfloat(wc.at("eps").get<std::string>());
+  }
+  if (std::to_string(case_digest(c)) != wc.at("digest").get<std::string>())
+    throw std::invalid_argument("case inputs do not match the recorded digest (edited report or other build)");
+  if (auto err = validate_case(c, true)) throw std::invalid_argument("invalid case in report: " + *err);
+  return c;
+}
+
+class PerOpSection final : public Section {
+ public:
+  std::string_view key() const override { return "records"; }
+  std::vector<std::string_view> ops() const override { return op_names(); }
+  bool knows_variant(const std::string& v) const override { return is_kernel_variant(v); }
+
+  std::unique_ptr<SectionRun> plan(const PlanInputs& in) const override {
+    const RunOptions& o = in.options;
+    RunConfig cfg = in.common;
+    std::vector<std::string> mine;
+    const std::vector<std::string_view> all = op_names();
+    std::copy_if(o.ops.begin(), o.ops.end(), std::back_inserter(mine),
+                 [&](const std::string& op) { return std::find(all.begin(), all.end(), op) != all.end(); });
+    if (!mine.empty()) {
+      cfg.ops.clear();
+      for (const std::string& op : mine) cfg.ops.push_back(*parse_op(op));
+    }
+    cfg.variants.clear();
+    std::copy_if(o.variants.begin(), o.variants.end(), std::back_inserter(cfg.variants), [](const std::string& v) { return is_kernel_variant(v); });
+    if (!o.generators.empty()) {
+      for (const std::string& g : o.generators)
+        if (!gen::is_row_generator(g)) throw PlanError(fmt::format("unknown generator '{}' (see normcheck list)", g));
+      cfg.generators = o.generators;
+    }
+    if (o.cases) cfg.cases_per_generator = *o.cases;
+    if (in.external) add_external_kernels(o, *in.external, cfg);
+    const bool variants_name_ops = in.external || o.variants.empty() || !cfg.variants.empty();
+    if ((o.ops.empty() || !mine.empty()) && variants_name_ops && !selected_kernels(cfg).empty())
+      return std::make_unique<PerOpRun>(std::move(cfg));
+    if (in.external && !mine.empty())
+      throw PlanError(fmt::format("the external kernels implement none of --ops {} in the selected dtypes", fmt::join(mine, ",")));
+    return nullptr;
+  }
+
+  bool merge(const std::vector<nightly::ShardReport>& shards, const std::string& out_path, json& m) const override {
+    std::vector<const json*> top;
+    for (const nightly::ShardReport& s : shards) {
+      if (!s.report.contains("records") || !s.report["records"].is_array()) throw std::invalid_argument("'" + s.path + "' has no records array");
+      top.push_back(&s.report);
+    }
+    m["records"] = nightly::pick_records(nightly::section_parts(shards, "records"), shards, out_path);
+    const std::vector<FlagCheck> flags = nightly::recompute_flags(m["records"], nightly::dtypes_of(m["config"]));
+    m["flag_checks"] = flag_checks_json(flags);
+    m["records_passed"] = nightly::all_true(top, "records_passed");
+    json& run = m["run"];
+    int64_t planned = 0, done = 0;
+    for (const nightly::ShardReport& s : shards) {
+      const json& sr = s.report.at("run");
+      planned += sr.value("cases_planned", int64_t{0});
+      done += sr.value("cases_done", int64_t{0});
+      if (run.contains("oracle") && sr.contains("oracle")) {
+        json& bits = run["oracle"]["max_precision_bits_used"];
+        bits = std::max(bits.is_number() ? bits.get<int>() : 0, sr.at("oracle").value("max_precision_bits_used", 0));
+      }
+    }
+    run["cases_planned"] = planned;
+    run["cases_done"] = done;
+    return m["records_passed"].get<bool>() && nightly::all_caught(flags) && planned == done;
+  }
+
+  json suite_row(std::string_view suite) const override {
+    const RunConfig ops = *suite_config(suite);
+    return {{"section", "records"}, {"ops", "layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward"},
+            {"kernels", selected_kernels(ops).size()}, {"dtypes", ops.dtypes.size()}, {"generators", ops.generators.size()},
+            {"cases_per_generator", ops.cases_per_generator}, {"cases", normcheck::planned_cases(ops)},  // the corpus: its own count
+            {"shapes", fmt::format("generator shapes, rows*n <= {}", ops.shape.max_elements)}};
+  }
+
+  std::string_view replay_option() const override { return "record"; }
+
+  int replay(const ReplayOptions& o, int64_t index) const override {
+    json report, rec;
+    LayerNormCase c;
+    std::optional<KernelEntry> kernel;
+    oracle::CertifiedLayerNorm ref;
+    try {
+      report = read_json_file(o.report);
+      rec = record_with_worst_case(records(report), index, "record");
+      const auto op = parse_op(rec.at("op").get<std::string>());
+      const auto storage = parse_dtype(rec.at("storage").get<std::string>());
+      if (!op || !storage) throw std::invalid_argument("record names an unknown op or dtype");
+      c = worst_case_of(report, rec.at("worst_case"), *storage);
+      ref = certified_reference(*op, c, is_backward(*op));
+      if (!o.dump.empty()) {
+        dump_case(o.dump, *op, c, ref, rec, rec.at("worst_case").value("replay", std::string()));
+        std::printf("case written to %s (manifest.json, inputs, expected_<output>.npy, exact.json)\n", o.dump.c_str());
+      }
+      kernel = replay_kernel(report, rec, o);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "normcheck: error: %s\n", describe_input_error(o.report, e).c_str());
+      return kExitBadInput;
+    }
+    return replay_judged(*kernel, c, ref, rec, index);
+  }
+
+ private:
+  static int replay_judged(const KernelEntry& k, const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, const json& rec,
+                           int64_t index) {
+    const std::string output = rec.at("output").get<std::string>();
+    const auto judged = judge_case(k, c, ref);
+    if (judged.empty()) {
+      std::printf("the kernel declined the call (unsupported): nothing to replay\n");
+      return kExitCheckFailed;
+    }
+    for (const OutputJudgement& j : judged) {
+      if (j.output != output) continue;
+      if (!j.kernel_failure.empty()) {
+        std::printf("record %lld: %s %s %s, output %s\nkernel failure: %s\n", static_cast<long long>(index),
+                    rec.at("op").get<std::string>().c_str(), k.kernel.c_str(), dtype_info(k.storage).name.data(), output.c_str(),
+                    j.kernel_failure.c_str());
+        return kExitCheckFailed;
+      }
+      const json& elem = rec.at("worst_case").at("element");
+      std::printf("record %lld: %s %s %s(acc %s) %s, output %s\n", static_cast<long long>(index), rec.at("op").get<std::string>().c_str(),
+                  k.variant.c_str(), dtype_info(k.storage).name.data(), dtype_info(k.accum).name.data(),
+                  rec.at("property").get<std::string>().c_str(), output.c_str());
+      std::printf("case: generator %s, seed %llu, rows %lld, n %lld, eps %s; oracle %d bits, certified error %.3g ulp\n",
+                  c.generator.c_str(), static_cast<unsigned long long>(c.seed), static_cast<long long>(c.rows),
+                  static_cast<long long>(c.n), hexfloat(c.eps).c_str(), ref.precision_bits, ref.max_err_ulps);
+      std::printf("worst element %lld (recorded), this replay's worst %lld, max err/bound %.6g, max ulp %.6g\n",
+                  static_cast<long long>(elem.at("index").get<int64_t>()), static_cast<long long>(j.worst.index),
+                  j.acc.max_bound_ratio(), j.acc.max_ulp());
+      return report_replay(j.worst, elem);
+    }
+    std::fprintf(stderr, "normcheck: error: record output '%s' not produced by its kernel\n", output.c_str());
+    return kExitBadInput;
+  }
+};
+
+}  // namespace
+
+const Section& per_op_section() {
+  static const PerOpSection s;
+  return s;
+}
+
+}  // namespace normcheck::sections

@@ -1,0 +1,23 @@
+#pragma once
+/// What every section's replay shares: finding the record in the report and printing the replayed
+/// worst element beside the recorded one.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "suite/judge.hpp"
+
+namespace normcheck::sections {
+
+/// Record `index` of `records` (the section's array, may be null); throws std::invalid_argument with
+/// one line naming `what` ("block record") when it is missing or has no worst case.
+const nlohmann::json& record_with_worst_case(const nlohmann::json* records, int64_t index, const std::string& what);
+
+/// One line of a replayed value: label, hexfloat, decimal.
+void print_value_line(const char* label, double v);
+
+/// Prints the replayed worst element (kernel, oracle, bound) and whether it reproduces the recorded
+/// one (`recorded`: the worst_case.element object); exit code 0 when it does, 1 when it differs.
+int report_replay(const WorstElement& w, const nlohmann::json& recorded);
+
+}  // namespace normcheck::sections
