@@ -269,12 +269,6 @@ void write_per_op_section(nlohmann::json& report, const RunConfig& cfg, const Ru
   report["run"]["oracle"]["max_precision_bits_used"] = r.max_oracle_precision_bits;
 }
 
-nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMetadata& meta, const std::string& report_path) {
-  nlohmann::json report = report_header(cfg, meta);
-  write_per_op_section(report, cfg, r, report_path);
-  return report;
-}
-
 RunConfig config_from_report(const nlohmann::json& report) {
   const auto& c = report.at("config");
   RunConfig cfg;

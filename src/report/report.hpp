@@ -25,9 +25,6 @@ nlohmann::json report_header(const RunConfig& cfg, const RunMetadata& meta);
 /// and oracle precision); worst cases are regenerated from their seeds to embed their inputs.
 void write_per_op_section(nlohmann::json& report, const RunConfig& cfg, const RunResult& r, const std::string& report_path);
 
-/// The header and the per-op section.
-nlohmann::json make_report(const RunConfig& cfg, const RunResult& r, const RunMetadata& meta,
-                           const std::string& report_path);
 
 
 
