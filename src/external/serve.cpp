@@ -11,6 +11,8 @@
 #include "external/child_process.hpp"
 #include "external/exec_case.hpp"
 #include "external/npy.hpp"
+#include "external/serve_reply.hpp"
+#include "report/json_input.hpp"
 #include "external/worker_pool.hpp"
 
 namespace normcheck::external {
@@ -76,24 +78,20 @@ class ServeWorker {
     request["outputs"] = names;
     request["dir"] = dir_.path.string();
     request["call"] = ++calls_;
-    nlohmann::json reply;
-    if (std::string e = exchange(request.dump() + "\n", reply, spec_.timeout_s); !e.empty()) return failed(out, e);
+    std::string line;
+    if (std::string e = exchange(request.dump() + "\n", line, spec_.timeout_s); !e.empty()) return failed(out, e);
     // A reply must answer this call, alone: an extra line or another call's number would credit one
     // call's outputs to another, so the process is replaced.
-    const nlohmann::json* status = reply.contains("status") && reply.at("status").is_string() ? &reply.at("status") : nullptr;
-    const bool answers = reply.contains("call") && reply.at("call").is_number_integer() && reply.at("call").get<int64_t>() == calls_;
-    if (!status || !answers || !pending_.empty())
-      return failed(out, "serve command broke the protocol: the reply to call " + std::to_string(calls_) +
-                             " must be one line with \"call\": " + std::to_string(calls_) +
-                             " and \"status\": \"ok\", \"unsupported\" or \"error\"; got " + reply.dump().substr(0, 160));
-    if (*status == "unsupported") {
+    const ReplyVerdict reply = classify_reply(line, calls_);
+    if (reply.kind == ReplyVerdict::broken) return failed(out, reply.message);
+    if (!pending_.empty())
+      return failed(out, "serve command broke the protocol: more than one line answered call " + std::to_string(calls_));
+    if (reply.kind == ReplyVerdict::unsupported) {
       out.skipped = true;
       return out;
     }
-    if (*status != "ok") {  // the process answered: it stays
-      const bool message = reply.contains("message") && reply.at("message").is_string();
-      out.failure = "serve command: " + (*status == "error" ? (message ? reply.at("message").get<std::string>() : "error without a message")
-                                                            : "reply with status " + status->dump().substr(0, 40));
+    if (reply.kind == ReplyVerdict::error) {  // the process answered: it stays
+      out.failure = "serve command: " + reply.message;
       return out;
     }
     try {
@@ -132,18 +130,22 @@ class ServeWorker {
     to_child_ = in_write;
     from_child_ = out_read;
     if (!e.empty()) return "serve: " + e;
-    nlohmann::json ready;
-    if (std::string r = exchange("", ready, spec_.startup_timeout_s); !r.empty()) return r + " (before its ready line)";
+    std::string line;
+    if (std::string r = exchange("", line, spec_.startup_timeout_s); !r.empty()) return r + " (before its ready line)";
+    const nlohmann::json ready = nlohmann::json::parse(line, nullptr, false);
+    if (ready.is_discarded() || !ready.is_object()) {
+      child_.kill_group();
+      return "serve command wrote a line that is not a JSON object on stdout (print diagnostics to stderr): " + printable(line.substr(0, 120));
+    }
     if (!ready.contains("ready") || ready.at("ready") != true)
-      return "serve command's first line is not {\"ready\": true}: " + ready.dump().substr(0, 200);
+      return "serve command's first line is not {\"ready\": true}: " + printable(ready.dump().substr(0, 200));
     return "";
   }
 
-  /// Sends `line` (if any) and reads one JSON reply line: "" or the failure (the process is then gone).
-  std::string exchange(const std::string& line, nlohmann::json& reply, double timeout_s) {
+  /// Sends `line` (if any) and reads one reply line into `text`: "" or the failure (the process is then gone).
+  std::string exchange(const std::string& line, std::string& text, double timeout_s) {
     const double deadline = monotonic_s() + timeout_s;
     std::string e = line.empty() ? "" : write_all(to_child_, line.data(), line.size(), deadline);
-    std::string text;
     if (e.empty()) e = read_line(from_child_, text, pending_, deadline, kMaxLine);
     if (e == "timeout") {
       child_.kill_group();
@@ -154,12 +156,6 @@ class ServeWorker {
       child_.kill_group();
       const std::string how = e == "eof" ? child_.ended_how() : e;
       return "serve command " + how + last_line(dir_.path / "stderr.txt");
-    }
-    reply = nlohmann::json::parse(text, nullptr, false);
-    if (reply.is_discarded() || !reply.is_object()) {
-      child_.kill_group();
-      return "serve command wrote a line that is not a JSON object on stdout (print diagnostics to stderr): " +
-             text.substr(0, 120);
     }
     return "";
   }

@@ -1,0 +1,21 @@
+#pragma once
+/// The serve protocol's reply line (docs/plugins.md): what one line from a serve command means for
+/// the call it answers. Pure: the pool acts on the verdict (fuzz/fuzz_serve_reply.cpp feeds it bytes).
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace normcheck::external {
+
+struct ReplyVerdict {
+  enum Kind { ok, unsupported, error, broken } kind = broken;
+  /// error: the command's message; broken: why the line breaks the protocol (the process is
+  /// replaced). Control characters escaped, length capped.
+  std::string message;
+};
+
+/// Classifies `line` as the reply to call number `call`: a JSON object with "call" equal to `call`
+/// and "status" "ok", "unsupported" or "error" (with an optional string "message").
+ReplyVerdict classify_reply(std::string_view line, int64_t call);
+
+}  // namespace normcheck::external
