@@ -63,6 +63,12 @@ TEST(Hardening, MalformedReportFieldsNameTheFileInOneLine) {
   expect_one_line_exit_two("render " + overflow.string(), "'" + overflow.string() + "' is malformed: number overflow");
   // control characters from a file never reach the terminal raw
   EXPECT_EQ(normcheck::printable("a\nb\x1b[31mc"), "a\\nb\\x1b[31mc");
+  const std::string header = R"({"evil\nname\u001b[2J": {"dtype": "I8", "shape": [1], "data_offsets": [0, 1]}})";
+  std::string file(8, '\0');
+  for (int b = 0; b < 8; ++b) file[static_cast<size_t>(b)] = static_cast<char>((header.size() >> (8 * b)) & 0xff);
+  const fs::path st = scratch() / "hardening_evil.safetensors";
+  std::ofstream(st, std::ios::binary) << file << header << 'x';
+  expect_one_line_exit_two("contract --in " + st.string() + " --out " + (scratch() / "evil_out.safetensors").string(), "evil\\nname\\x1b[2J");
 }
 
 TEST(Hardening, ShapesBeyondTheElementCapAreRefusedBeforeAnyAllocation) {

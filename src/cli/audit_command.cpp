@@ -88,7 +88,7 @@ int audit_axes_command(const AuditOptions& o) {
       r = audit::run_audit(t, n, o.kernel, *dt, o.seed);
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    print_error(e.what());
     return kExitBadInput;
   }
   print_record(r);

@@ -68,7 +68,7 @@ int bench_external_command(const BenchOptions& o) {
     if (!(o.timeout > 0) || !std::isfinite(o.timeout)) throw std::invalid_argument("--kernel-timeout must be a finite number > 0");
     if (o.rows * o.n > (int64_t{1} << 24)) throw std::invalid_argument("--rows x --n must be at most 2^24 elements");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    print_error(e.what());
     return kExitBadInput;
   }
   const LayerNormCase c = gen::make_layernorm_case("normal", dt, 2026, gen::ShapeRequest{o.rows, o.n, o.rows * o.n});

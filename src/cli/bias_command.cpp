@@ -17,7 +17,7 @@ int bias_command(const BiasOptions& o) {
       if (d != DType::f32 && d != DType::f64)
         throw std::invalid_argument("the bias statistic judges f32 and f64 outputs only (docs/bounds.md section 16.2)");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    print_error(e.what());
     return kExitBadInput;
   }
   cfg.cases = o.cases;

@@ -67,7 +67,7 @@ int norm_budget_command(const BudgetOptions& o, const std::string& command_line)
     cfg = budget_config(o);
     check_writable(o.out);  // before the stream runs
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    print_error(e.what());
     return kExitBadInput;
   }
   const BudgetSuiteResult r = run_budget_suite(cfg);

@@ -16,6 +16,9 @@ using normcheck::kExitOk;
 using normcheck::ReplayOptions;
 using normcheck::RunOptions;
 
+/// Prints "normcheck: error: <what>" as one line (control characters escaped) on stderr.
+void print_error(const std::string& what);
+
 struct SearchOptions {
   std::vector<std::string> ops = {"layernorm_forward"};
   std::vector<std::string> variants = {"two_pass"};

@@ -51,7 +51,7 @@ int contract_command(const ContractOptions& o) {
     blk = block_from_safetensors(read_safetensors(o.in), names_of(o), o.eps, source);
     k = contract_block(blk, storage);  // throws before anything is written
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    print_error(e.what());
     return kExitBadInput;
   }
   bool passed = false;
@@ -62,7 +62,7 @@ int contract_command(const ContractOptions& o) {
     files.add(cert_path, cert.dump(1) + "\n");
     files.commit();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    print_error(e.what());
     return kExitBadInput;
   }
   const auto& pc = cert.at("parameters");
@@ -92,7 +92,7 @@ int example_block_command(const ExampleBlockOptions& o) {
                 static_cast<long long>(o.n), static_cast<long long>(o.m), o.dtype.c_str(), o.generator.c_str(),
                 static_cast<unsigned long long>(o.seed));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    print_error(e.what());
     return kExitBadInput;
   }
   return kExitOk;

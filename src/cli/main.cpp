@@ -279,7 +279,7 @@ int main(int argc, char** argv) {
     if (*render) return normcheck::cli::render_command(render_opts);
     if (*budget) return normcheck::cli::norm_budget_command(budget_opts, joined_args(argc, argv));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    normcheck::cli::print_error(e.what());
     return normcheck::cli::kExitBadInput;
   }
   return normcheck::cli::kExitBadInput;

@@ -216,13 +216,13 @@ int run_command(const RunOptions& o, const std::string& command_line) {
   try {
     plan = build_plan(o);
   } catch (const PlanError& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    print_error(e.what());
     return kExitBadInput;
   }
   try {
     check_writable(o.out);  // before the suite, not after it
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    print_error(e.what());
     return kExitBadInput;
   }
   const std::string journal = o.out + ".failures.jsonl";

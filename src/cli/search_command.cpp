@@ -28,7 +28,7 @@ int write_structured(const SearchOptions& o) {
     write_corpus(o.out, entries, kStructuredHeader);
     std::printf("corpus: %zu structured cases written to %s\n", entries.size(), o.out.c_str());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    print_error(e.what());
     return kExitBadInput;
   }
   return kExitOk;
@@ -49,7 +49,7 @@ int search_command(const SearchOptions& o) {
       if (!is_kernel_variant(v))
         throw std::invalid_argument(fmt::format("unknown kernel variant '{}'", v));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "normcheck: error: %s\n", e.what());
+    print_error(e.what());
     return kExitBadInput;
   }
   std::vector<CorpusEntry> found;
