@@ -1,0 +1,40 @@
+#pragma once
+/// The command line (CLI11): every subcommand and option, declared apart from main so that the
+/// fuzz target fuzz_cli parses argv with exactly the app normcheck uses.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+
+namespace normcheck::cli {
+
+/// The app, every subcommand, and the options parsing fills in.
+struct CommandLine {
+  CLI::App app{"normcheck: judges normalization kernels against certified arbitrary-precision oracles"};
+  RunOptions run_opts;
+  ReplayOptions replay_opts;
+  SearchOptions search_opts;
+  ContractOptions contract_opts;
+  ExampleBlockOptions example_opts;
+  AuditOptions audit_opts;
+  DiffOptions diff_opts;
+  MergeOptions merge_opts;
+  RenderOptions render_opts;
+  BenchOptions bench_opts;
+  BoundsOptions bounds_opts;
+  BiasOptions bias_opts;
+  BudgetOptions budget_opts;
+  bool suites_json = false;
+  CLI::App *run = nullptr, *replay = nullptr, *list = nullptr, *search = nullptr, *contract = nullptr, *example = nullptr,
+           *audit = nullptr, *diff = nullptr, *suites = nullptr, *merge = nullptr, *render = nullptr, *bench = nullptr,
+           *bias = nullptr, *bounds = nullptr, *budget = nullptr;
+};
+
+/// Declares every subcommand and option of `cl.app`. `replay_records` are the replay options that
+/// name a record, as (option without "--", section key): the sections declare them.
+void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::string, std::string>>& replay_records);
+
+}  // namespace normcheck::cli
