@@ -199,10 +199,7 @@ class BlockSection final : public Section {
       std::printf("case: generator %s, seed %llu, rows %lld, n %lld, m %lld, eps %s; oracle %d bits, certified error %.3g ulp\n",
                   c.generator.c_str(), static_cast<unsigned long long>(c.seed), static_cast<long long>(c.rows), static_cast<long long>(c.n),
                   static_cast<long long>(c.m), hexfloat(c.eps).c_str(), ref.precision_bits, ref.max_err_ulps);
-      std::printf("worst element %lld (recorded), this replay's worst %lld, max err/bound %.6g, max ulp %.6g\n",
-                  static_cast<long long>(elem.at("index").get<int64_t>()), static_cast<long long>(j.worst.index), j.acc.max_bound_ratio(),
-                  j.acc.max_ulp());
-      return report_replay(j.worst, elem);
+      return report_replay(j, elem);
     }
     std::fprintf(stderr, "normcheck: error: block record output '%s' is not a block output\n", output.c_str());
     return kExitBadInput;

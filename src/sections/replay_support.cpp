@@ -22,7 +22,11 @@ const nlohmann::json& record_with_worst_case(const nlohmann::json* records, int6
 
 void print_value_line(const char* label, double v) { std::printf("  %-8s %-26s %.17g\n", label, hexfloat(v).c_str(), v); }
 
-int report_replay(const WorstElement& w, const nlohmann::json& recorded) {
+int report_replay(const OutputJudgement& j, const nlohmann::json& recorded) {
+  const WorstElement& w = j.worst;
+  std::printf("worst element %lld (recorded), this replay's worst %lld, max err/bound %.6g, max ulp %.6g\n",
+              static_cast<long long>(recorded.at("index").get<int64_t>()), static_cast<long long>(w.index), j.acc.max_bound_ratio(),
+              j.acc.max_ulp());
   print_value_line("kernel", w.got);
   print_value_line("oracle", w.ref.approx());
   print_value_line("bound", w.bound);

@@ -16,8 +16,9 @@ const nlohmann::json& record_with_worst_case(const nlohmann::json* records, int6
 /// One line of a replayed value: label, hexfloat, decimal.
 void print_value_line(const char* label, double v);
 
-/// Prints the replayed worst element (kernel, oracle, bound) and whether it reproduces the recorded
-/// one (`recorded`: the worst_case.element object); exit code 0 when it does, 1 when it differs.
-int report_replay(const WorstElement& w, const nlohmann::json& recorded);
+/// Prints the replayed output's worst element (its index beside the recorded one, max err/bound and
+/// ULP, then kernel, oracle and bound values) and whether it reproduces the recorded one
+/// (`recorded`: the worst_case.element object); exit code 0 when it does, 1 when it differs.
+int report_replay(const OutputJudgement& j, const nlohmann::json& recorded);
 
 }  // namespace normcheck::sections
