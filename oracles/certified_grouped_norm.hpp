@@ -1,6 +1,7 @@
 #pragma once
 /// Certified reference of a grouped normalization (batch norm training and inference with the
-/// running-statistic update, group norm, instance norm): MPFI enclosures escalated 168 -> 500 ->
+/// running-statistic update, group norm, instance norm, layer norm over trailing axes, channel
+/// layer norm, RMSNorm over trailing axes): MPFI enclosures escalated 168 -> 500 ->
 /// 1330 bits until every output is within 1e-3 ULP of the case dtype.
 #include <vector>
 
@@ -19,10 +20,13 @@ struct CertifiedGroupedNorm {
   int64_t undecided_roundings = 0;  ///< outputs whose rounding the enclosure does not decide
 };
 
+/// Who is normalized with whom, and whose gamma/beta each entry uses.
 struct GroupedNormLayout {
-  std::vector<int64_t> group_of, channel_of;
-  int64_t groups = 0, channels = 0;
-  bool batch_norm = false;
+  std::vector<int64_t> group_of;  ///< per entry: its reduction group, 0 .. groups - 1
+  std::vector<int64_t> param_of;  ///< per entry: its gamma/beta (the channel, or its place in the normalized axes)
+  int64_t groups = 0, params = 0;
+  bool batch_norm = false;        ///< groups are the channels; running statistics and inference mode
+  bool centred = true;            ///< false for RMSNorm: no mean, r = (mean(x^2) + eps)^(-1/2), no beta
 };
 
 CertifiedGroupedNorm evaluate_grouped_mpfi50(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp);

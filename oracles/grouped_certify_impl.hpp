@@ -10,7 +10,7 @@ namespace normcheck::oracle::detail {
 
 template <class Interval>
 CertifiedGroupedNorm evaluate_grouped(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp, int bits) {
-  const auto r = grouped_norm_reference<Interval>(c, l.group_of, l.channel_of, l.groups, l.channels, with_vjp, l.batch_norm);
+  const auto r = grouped_norm_reference<Interval>(c, l, with_vjp);
   CertifiedGroupedNorm out;
   out.precision_bits = bits;
   CertifiedLayerNorm acc;

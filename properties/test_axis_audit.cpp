@@ -147,20 +147,23 @@ TEST(AxisInference, RefusesTensorsTooLargeToProbe) {
                std::invalid_argument);
 }
 
+#include <algorithm>
+
 #include <rapidcheck/gtest.h>
 
 #include "properties/grouped_generators.hpp"
 #include "suite/grouped_judge.hpp"
 
-RC_GTEST_PROP(GroupedNorms, BatchGroupInstanceNormWithinTheirBoundsInEveryDtype, ()) {
-  const auto kind = *rc::gen::element(NormKind::batch_norm, NormKind::group_norm, NormKind::instance_norm);
+RC_GTEST_PROP(GroupedNorms, EveryGroupedKindWithinItsBoundsInEveryDtype, ()) {
+  const auto kind = *rc::gen::element(NormKind::batch_norm, NormKind::group_norm, NormKind::instance_norm, NormKind::layer_norm,
+                                      NormKind::channel_layer_norm, NormKind::rms_norm);
   const auto layout = *rc::gen::element(Layout::nchw, Layout::nhwc, Layout::sequence);
   const DType dt = every_dtype()[*rc::gen::inRange<size_t>(0, 4)];
   const GroupedNormCase c = gen::make_grouped_case(kind, layout, dt, *rc::gen::arbitrary<uint64_t>());
   const GroupedOutputs got = run_grouped_kernel(c);
   const GroupedJudgement j = judge_grouped(c, got);
   RC_ASSERT(j.reference.certified);
-  RC_ASSERT(got.names.size() == (kind == NormKind::batch_norm ? 7u : 4u));
+  RC_ASSERT(got.names.size() == (kind == NormKind::batch_norm ? 7u : kind == NormKind::rms_norm ? 3u : 4u));
   for (const OutputJudgement& o : j.outputs) {
     RC_LOG() << o.output << " ratio " << o.acc.max_bound_ratio() << " void " << o.acc.void_bounds() << "\n";
     RC_ASSERT(o.acc.count() > 0);
@@ -186,6 +189,90 @@ TEST(GroupedNorms, BoundsAreNotVacuousAndABiasedRunningVarianceIsCaught) {
   }
   EXPECT_GT(best_y, 0.02);
   EXPECT_GE(caught, 5);
+}
+
+namespace {
+
+/// The y and dx of `kernel_case`'s kernel (the outputs shaped like x, whatever the parameters).
+GroupedOutputs outputs_for(const GroupedNormCase&, const GroupedNormCase& kernel_case) {
+  const GroupedOutputs all = run_grouped_kernel(kernel_case);
+  GroupedOutputs out;
+  for (const std::string name : {"y", "dx"})
+    for (size_t i = 0; i < all.names.size(); ++i)
+      if (all.names[i] == name) {
+        out.names.push_back(name);
+        out.values.push_back(all.values[i]);
+      }
+  return out;
+}
+
+/// Cases (of 8 seeds) where some output of `c` fails when the kernel computes `wrong(c)` instead.
+template <class Wrong>
+int caught_cases(NormKind kind, Layout layout, DType dt, Wrong wrong) {
+  int caught = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const GroupedNormCase c = gen::make_grouped_case(kind, layout, dt, seed);
+    const GroupedJudgement j = judge_grouped(c, outputs_for(c, wrong(c)));
+    caught += std::any_of(j.outputs.begin(), j.outputs.end(), [](const OutputJudgement& o) { return o.failed; });
+  }
+  return caught;
+}
+
+}  // namespace
+
+TEST(GroupedNorms, LayerNormOverTrailingAxesChannelLayerNormAndRmsNormCatchTheirTypicalMistakes) {
+  // RMSNorm computed as a layer norm (mean subtracted, beta 0): the y of a shifted tensor moves
+  // far beyond the bound.
+  const auto as_layer_norm = [](GroupedNormCase c) {
+    c.spec.kind = NormKind::layer_norm;
+    c.beta.assign(c.gamma.size(), 0.0);
+    return c;
+  };
+  EXPECT_GE(caught_cases(NormKind::rms_norm, Layout::nchw, DType::f32, as_layer_norm), 7);
+  // Layer norm over one axis fewer than declared (a wrong normalized_shape).
+  const auto one_axis_fewer = [](GroupedNormCase c) {
+    if (c.spec.normalized_dims > 1) {
+      const GroupedNormCase declared = c;
+      --c.spec.normalized_dims;
+      // the narrower norm's gamma/beta: the declared parameters of the first slice of the dropped axis
+      const auto params = case_params(declared), narrower = case_params(c);
+      std::vector<double> g(static_cast<size_t>(case_param_count(c))), b(g);
+      for (size_t e = 0; e < params.size(); ++e) {
+        g[static_cast<size_t>(narrower[e])] = declared.gamma[static_cast<size_t>(params[e])];
+        b[static_cast<size_t>(narrower[e])] = declared.beta[static_cast<size_t>(params[e])];
+      }
+      c.gamma = g;
+      c.beta = b;
+    }
+    return c;
+  };
+  int differ = 0;  // cases where the dropped axis has more than one coordinate: the groups differ
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const GroupedNormCase c = gen::make_grouped_case(NormKind::layer_norm, Layout::nchw, DType::bf16, seed);
+    differ += c.spec.normalized_dims > 1 && c.tensor.shape[c.tensor.shape.size() - static_cast<size_t>(c.spec.normalized_dims)] > 1;
+  }
+  ASSERT_GE(differ, 3);  // the generator draws several trailing axes often enough to matter
+  EXPECT_EQ(caught_cases(NormKind::layer_norm, Layout::nchw, DType::bf16, one_axis_fewer), differ);
+  // Channel layer norm computed over the last axis (LayerNorm on NCHW's W instead of C).
+  const auto last_axis = [](GroupedNormCase c) {
+    c.spec.kind = NormKind::layer_norm;
+    c.spec.normalized_dims = 1;
+    c.gamma.assign(static_cast<size_t>(case_param_count(c)), 1.0);
+    c.beta.assign(c.gamma.size(), 0.0);
+    return c;
+  };
+  EXPECT_GE(caught_cases(NormKind::channel_layer_norm, Layout::nchw, DType::f64, last_axis), 6);
+  // And the bounds are not vacuous for the sound kernel: some output comes within 2% of its bound.
+  double best = 0;
+  for (NormKind kind : {NormKind::layer_norm, NormKind::channel_layer_norm, NormKind::rms_norm})
+    for (uint64_t seed = 1; seed <= 6; ++seed) {
+      const GroupedNormCase c = gen::make_grouped_case(kind, Layout::sequence, DType::f32, seed);
+      for (const OutputJudgement& o : judge_grouped(c, run_grouped_kernel(c)).outputs) {
+        EXPECT_FALSE(o.failed) << audit::kind_name(kind) << " " << o.output << " seed " << seed;
+        best = std::max(best, o.acc.max_bound_ratio());
+      }
+    }
+  EXPECT_GT(best, 0.02);
 }
 
 TEST(GroupedNorms, CostIsLinearInTheEntries) {

@@ -311,7 +311,8 @@ TEST(Cli, RunJudgesGroupedNormsAndAuditsAxes) {
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   const auto j = load(out);
   EXPECT_TRUE(j.at("grouped_norm").at("passed").get<bool>());
-  EXPECT_EQ(j.at("grouped_norm").at("records").size(), 4u * (7u + 4u + 4u));  // dtypes x (batch, group, instance outputs)
+  // dtypes x outputs of batch (7), group, instance, layer, channel-layer (4 each) and RMS norm (3)
+  EXPECT_EQ(j.at("grouped_norm").at("records").size(), 4u * (7u + 4u + 4u + 4u + 4u + 3u));
   EXPECT_TRUE(j.at("axis_audit").at("passed").get<bool>());
   int planted_caught = 0;
   for (const auto& r : j.at("axis_audit").at("records"))

@@ -335,7 +335,9 @@ TEST(Serve, GroupedNormsAreJudgedThroughServeModeAndAWrongGroupCountIsCaught) {
   Outcome o = run_cli("run --serve '" + server + "' --exec-name numpy --ops grouped_norm --dtypes f32,f64 --out " + out.string());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   auto v = grouped_verdicts(out);
-  EXPECT_EQ(v.size(), 2u * (7u + 4u + 4u));  // batch norm: y, dx, dgamma, dbeta, running stats, inference
+  // batch norm: y, dx, dgamma, dbeta, running stats, inference; group, instance, layer and channel-layer
+  // norm y, dx, dgamma, dbeta; RMSNorm y, dx, dgamma
+  EXPECT_EQ(v.size(), 2u * (7u + 4u + 4u + 4u + 4u + 3u));
   for (const auto& [key, verdict] : v) EXPECT_EQ(verdict, "pass") << key;
   EXPECT_EQ(load_json(out).at("grouped_norm").at("records").at(0).at("kernel"), "serve:numpy");
   o = run_cli("run --serve '" + server + " --wrong-groups' --exec-name numpy --ops grouped_norm --dtypes f32 --out " + out.string());
@@ -440,8 +442,9 @@ TEST(PluginAbiV2, GroupedNormsAndTheBlockAreJudgedThroughAVersion2Plugin) {
   EXPECT_EQ(j.at("rms_block").at("records").at(0).at("bound_id").get<std::string>().rfind("BLOCK-DEFERRED", 0), 0u);  // its declared form
   EXPECT_EQ(j.at("grouped_norm").at("records").at(0).at("kernel"), "plugin:nc_v2_good");
   const auto v = section_verdicts(out);
-  // per dtype: 4 block generators x 4 outputs, and batch norm's 7 outputs + group and instance norm's 4 each
-  EXPECT_EQ(v.size(), 2u * (4u * 4u + 7u + 4u + 4u));
+  // per dtype: 4 block generators x 4 outputs, and batch norm's 7 outputs + group, instance, layer and
+  // channel-layer norm's 4 each + RMSNorm's 3
+  EXPECT_EQ(v.size(), 2u * (4u * 4u + 7u + 4u + 4u + 4u + 4u + 3u));
   for (const auto& [key, verdict] : v) EXPECT_EQ(verdict, "pass") << key;
   EXPECT_EQ(j.at("records").at(0).at("kernel"), "plugin:nc_v2_good");  // its version 1 LayerNorm forward in the same library
 }

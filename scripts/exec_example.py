@@ -67,12 +67,42 @@ def round_to_bf16_bits(v):
     return sign | int(bits >> 16)
 
 
+def compute_trailing(case_dir, m):
+    """Layer norm or RMSNorm over the last normalized_dims axes (elementwise gamma, beta shaped like
+    those axes): the tensor as (positions, normalized entries), forward and backward."""
+    dtype, eps, kind, k = m["dtype"], float(m["eps"]), m["kind"], int(m["normalized_dims"])
+    path = lambda name: os.path.join(case_dir, m["inputs"][name])
+    out = lambda name: os.path.join(case_dir, m["outputs"][name])
+    shape = m["shape"]
+    normalized = shape[len(shape) - k:]
+    width = int(np.prod(normalized))
+    x, dy = load(path("x"), dtype).reshape(-1, width), load(path("dy"), dtype).reshape(-1, width)
+    g = load(path("gamma"), dtype).reshape(width)
+    rms = kind == "rms_norm"
+    mean = 0.0 if rms else x.mean(axis=1, keepdims=True)
+    r = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + eps)
+    z = (x - mean) * r
+    v = dy * g
+    dx = r * (v - (0.0 if rms else v.mean(axis=1, keepdims=True)) - z * (v * z).mean(axis=1, keepdims=True))
+    store(out("dx"), dx.reshape(shape), dtype)
+    store(out("dgamma"), (dy * z).sum(axis=0).reshape(normalized), dtype)
+    if rms:
+        store(out("y"), (z * g).reshape(shape), dtype)
+        return
+    b = load(path("beta"), dtype).reshape(width)
+    store(out("y"), (z * g + b).reshape(shape), dtype)
+    store(out("dbeta"), dy.sum(axis=0).reshape(normalized), dtype)
+
+
 def compute_grouped(case_dir, m, wrong_groups=False):
-    """Batch, group or instance norm (op grouped_norm, serve mode) on a tensor of any layout:
-    training-mode forward and backward, and for batch norm the running-statistic update (unbiased
-    variance) and the inference output from the statistics before the update. wrong_groups plants
-    the defect of normalizing a group norm over one group whatever G is."""
+    """A grouped norm (op grouped_norm, serve mode) on a tensor of any layout: batch, group,
+    instance and channel-layer norm with one gamma/beta per channel, layer norm and RMSNorm over the
+    trailing axes; training-mode forward and backward, and for batch norm the running-statistic
+    update (unbiased variance) and the inference output from the statistics before the update.
+    wrong_groups plants the defect of normalizing a group norm over one group whatever G is."""
     dtype, eps, kind = m["dtype"], float(m["eps"]), m["kind"]
+    if kind in ("layer_norm", "rms_norm"):
+        return compute_trailing(case_dir, m)
     path = lambda name: os.path.join(case_dir, m["inputs"][name])
     out = lambda name: os.path.join(case_dir, m["outputs"][name])
     shape, ca = m["shape"], m["channel_axis"]
@@ -88,6 +118,8 @@ def compute_grouped(case_dir, m, wrong_groups=False):
         view, axes = (lambda a: a), (0, 2)
     elif kind == "instance_norm":
         view, axes = (lambda a: a), (2,)
+    elif kind == "channel_layer_norm":
+        view, axes = (lambda a: a), (1,)
     else:
         raise Unsupported(kind)
     xv = view(x)

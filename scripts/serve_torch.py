@@ -4,7 +4,8 @@ torch.nn.functional.layer_norm computes forward and backward (autograd) in the s
 RMSNorm composed from torch ops as models write it, x * rsqrt(mean(x^2) + eps) * g, and the grouped
 norms of the grouped suite (op grouped_norm): F.batch_norm (training forward and backward, the
 running-statistic update, inference from the statistics before it), F.group_norm and
-F.instance_norm, on NCHW, NHWC and (N, L, C) tensors, and the Linear o RMSNorm block composed from
+F.instance_norm, F.layer_norm over the last k axes, RMSNorm over the last k axes composed from ops,
+channel layer norm as ConvNeXt writes it, on NCHW, NHWC and (N, L, C) tensors, and the Linear o RMSNorm block composed from
 RMSNorm and F.linear (op linear_rmsnorm, --block-form composed). f32, bf16 and f64 on the CPU; what torch
 1.13 does not implement on the CPU (f16, some bf16 ops) answers "unsupported".
 
@@ -42,9 +43,36 @@ def store(path, t, dtype):
         np.save(path, t.numpy())
 
 
+def trailing(d, m):
+    """Layer norm over the last normalized_dims axes (F.layer_norm with that normalized_shape) or
+    RMSNorm over them composed from torch ops as models write it, autograd backward."""
+    dtype, eps, kind, k = m["dtype"], float(m["eps"]), m["kind"], int(m["normalized_dims"])
+    path = lambda name: os.path.join(d, m["inputs"][name])
+    out = lambda name: os.path.join(d, m["outputs"][name])
+    shape = m["shape"]
+    normalized = shape[len(shape) - k:]
+    x = load(path("x"), dtype).reshape(shape).requires_grad_(True)
+    g = load(path("gamma"), dtype).reshape(normalized).requires_grad_(True)
+    if kind == "layer_norm":
+        b = load(path("beta"), dtype).reshape(normalized).requires_grad_(True)
+        y = torch.nn.functional.layer_norm(x, normalized, g, b, eps)
+    else:
+        dims = tuple(range(len(shape) - k, len(shape)))
+        y = x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps) * g
+    y.backward(load(path("dy"), dtype).reshape(shape))
+    store(out("y"), y.detach(), dtype)
+    store(out("dx"), x.grad, dtype)
+    store(out("dgamma"), g.grad, dtype)
+    if kind == "layer_norm":
+        store(out("dbeta"), b.grad, dtype)
+
+
 def grouped(d, m):
-    """Batch, group or instance norm on a tensor whose channel axis is m["channel_axis"]."""
+    """Batch, group, instance or channel-layer norm on a tensor whose channel axis is
+    m["channel_axis"]; layer norm and RMSNorm over trailing axes in trailing()."""
     dtype, eps, kind, ca = m["dtype"], float(m["eps"]), m["kind"], m["channel_axis"]
+    if kind in ("layer_norm", "rms_norm"):
+        return trailing(d, m)
     path = lambda name: os.path.join(d, m["inputs"][name])
     out = lambda name: os.path.join(d, m["outputs"][name])
     shape = m["shape"]
@@ -66,6 +94,11 @@ def grouped(d, m):
         store(out("running_mean"), rm, dtype)
         store(out("running_var"), rv, dtype)
         store(out("y_inference"), back(yi), dtype)
+    elif kind == "channel_layer_norm":  # ConvNeXt's LayerNorm(data_format="channels_first")
+        u = x.mean(1, keepdim=True)
+        s = (x - u).pow(2).mean(1, keepdim=True)
+        view = [1, -1] + [1] * (x.dim() - 2)
+        y = g.reshape(view) * ((x - u) / torch.sqrt(s + eps)) + b.reshape(view)
     else:
         raise Unsupported(kind)
     y.backward(dy)

@@ -85,12 +85,20 @@ const nc_plugin* normcheck_plugin_v1(void);
 #define NORMCHECK_PLUGIN_ABI_VERSION_2 2u
 
 enum {
-  NC_GROUPED_NORM = 16,  /* batch, group or instance norm (nc_norm_kind), training forward and backward;
-                            batch norm also the running-statistic update and inference mode */
+  NC_GROUPED_NORM = 16,  /* a normalization of a rank-2..4 tensor (nc_norm_kind): batch, group, instance norm,
+                            layer norm or RMSNorm over the last k axes, channel layer norm; training forward
+                            and backward; batch norm also the running-statistic update and inference mode */
   NC_LINEAR_RMSNORM = 17 /* y = W (g * x r) + b, r = 1/sqrt(mean(x^2) + eps), then dx, dW, dg for dy */
 };
 
-typedef enum nc_norm_kind { NC_BATCH_NORM = 0, NC_GROUP_NORM = 1, NC_INSTANCE_NORM = 2 } nc_norm_kind;
+typedef enum nc_norm_kind {
+  NC_BATCH_NORM = 0,         /* per channel over every other axis */
+  NC_GROUP_NORM = 1,         /* per sample over `groups` blocks of channels and the spatial axes */
+  NC_INSTANCE_NORM = 2,      /* per sample and channel over the spatial (sequence) axes */
+  NC_LAYER_NORM = 3,         /* over the last `normalized_dims` axes; gamma, beta shaped like those axes */
+  NC_CHANNEL_LAYER_NORM = 4, /* over the channel axis alone at each position (ConvNeXt's channels-first LN) */
+  NC_RMS_NORM = 5            /* like NC_LAYER_NORM without the mean: y = gamma x / sqrt(mean(x^2) + eps); no beta */
+} nc_norm_kind;
 
 /* The form a plugin's NC_LINEAR_RMSNORM computes: it chooses the bound it is judged by. */
 typedef enum nc_block_form { NC_BLOCK_COMPOSED = 0, NC_BLOCK_DEFERRED = 1 } nc_block_form;
@@ -108,6 +116,9 @@ typedef struct nc_tensor {
  *                   out: y, dx, dgamma, dbeta, running_mean, running_var (updated, unbiased variance),
  *                        y_inference (from the statistics before the update); the last three for batch
  *                        norm only. Training statistics use the biased variance.
+ *                   gamma, beta, dgamma, dbeta have shape (C) (one per channel) except for NC_LAYER_NORM
+ *                   and NC_RMS_NORM: the shape of the last normalized_dims axes of x (elementwise
+ *                   affine, as torch.nn.LayerNorm). NC_RMS_NORM: beta and dbeta have data NULL.
  * NC_LINEAR_RMSNORM in:  x (rows x n), g (n), w (m x n), b (m; data NULL without bias), dy (rows x m)
  *                   out: y (rows x m), dx (rows x n), dw (m x n), dg (n) */
 typedef struct nc_call {
@@ -120,6 +131,7 @@ typedef struct nc_call {
   int64_t groups;        /* NC_GROUP_NORM: G, which divides the channel count */
   nc_tensor in[6];
   nc_tensor out[7];
+  int32_t normalized_dims; /* NC_LAYER_NORM, NC_RMS_NORM: k, the trailing axes normalized (1 .. rank - 1) */
 } nc_call;
 
 typedef struct nc_plugin_v2 {

@@ -1,5 +1,5 @@
-/* Test plugins for ABI version 2 (include/normcheck/plugin.h): batch, group and instance norm
- * (NC_GROUPED_NORM) and the Linear o RMSNorm block in its fused deferred form (NC_LINEAR_RMSNORM),
+/* Test plugins for ABI version 2 (include/normcheck/plugin.h): the six grouped norms (NC_GROUPED_NORM:
+ * batch, group, instance, channel-layer norm, layer norm and RMSNorm over the last k axes) and the Linear o RMSNorm block in its fused deferred form (NC_LINEAR_RMSNORM),
  * f32 and f64, computed in double and rounded once, honouring shapes and strides. One source
  * compiled several ways (NC_BEHAVIOUR):
  *   V2_GOOD                correct
@@ -54,57 +54,89 @@ static int64_t coord(const nc_tensor* t, int64_t e, int axis) {
   return e % t->shape[axis];
 }
 
+/* Product of the axes from..rank-1 of t. */
+static int64_t trailing(const nc_tensor* t, int from) {
+  int64_t n = 1;
+  for (int k = from; k < t->rank; ++k) n *= t->shape[k];
+  return n;
+}
+
+/* The reduction group of element e of x under the call's kind (any numbering). */
+static int64_t group_of(const nc_call* c, const nc_tensor* x, int64_t e, int64_t groups) {
+  const int64_t channels = x->shape[c->channel_axis];
+  switch (c->kind) {
+    case NC_BATCH_NORM: return coord(x, e, c->channel_axis);
+    case NC_INSTANCE_NORM: return coord(x, e, 0) * channels + coord(x, e, c->channel_axis);
+    case NC_GROUP_NORM: return coord(x, e, 0) * groups + coord(x, e, c->channel_axis) / (channels / groups);
+    case NC_LAYER_NORM:
+    case NC_RMS_NORM: return e / trailing(x, x->rank - c->normalized_dims);
+    default: /* NC_CHANNEL_LAYER_NORM: every position apart from the channel */
+      return (e / trailing(x, c->channel_axis)) * trailing(x, c->channel_axis + 1) + e % trailing(x, c->channel_axis + 1);
+  }
+}
+
+/* The index of element e's gamma/beta. */
+static int64_t param_of(const nc_call* c, const nc_tensor* x, int64_t e) {
+  if (c->kind == NC_LAYER_NORM || c->kind == NC_RMS_NORM) return e % trailing(x, x->rank - c->normalized_dims);
+  return coord(x, e, c->channel_axis);
+}
+
+static int64_t group_count(const nc_call* c, const nc_tensor* x, int64_t groups) {
+  int64_t most = 0;
+  for (int64_t e = 0; e < count(x); ++e) {
+    const int64_t g = group_of(c, x, e, groups);
+    if (g + 1 > most) most = g + 1;
+  }
+  return most;
+}
+
 static nc_status grouped(const nc_call* c, char* msg, size_t size) {
   const nc_tensor *x = &c->in[0], *dy = &c->in[1], *gamma = &c->in[2], *beta = &c->in[3];
   const nc_dtype d = c->dtype;
-  const int64_t total = count(x), channels = x->shape[c->channel_axis], batch = x->shape[0];
+  const int rms = c->kind == NC_RMS_NORM;
+  const int64_t total = count(x), channels = x->shape[c->channel_axis], params = count(gamma);
   int64_t groups = c->groups;
   if (NC_BEHAVIOUR == NC_BEHAVIOUR_V2_WRONG_GROUPS) groups = 1;
-  const int64_t ngroups = c->kind == NC_BATCH_NORM ? channels : c->kind == NC_INSTANCE_NORM ? batch * channels : batch * groups;
+  const int64_t ngroups = group_count(c, x, groups);
   double* acc = calloc((size_t)(5 * ngroups), sizeof(double)); /* sum, count, sumsq, sum dz, sum dz z */
-  if (!acc) {
+  double* dgb = calloc((size_t)(2 * params), sizeof(double));
+  if (!acc || !dgb) {
+    free(acc);
+    free(dgb);
     snprintf(msg, size, "out of memory");
     return NC_ERROR;
   }
   double *sum = acc, *cnt = acc + ngroups, *sq = acc + 2 * ngroups, *sdz = acc + 3 * ngroups, *sdzz = acc + 4 * ngroups;
-#define GROUP_OF(e)                                                                                          \
-  (c->kind == NC_BATCH_NORM      ? coord(x, e, c->channel_axis)                                              \
-   : c->kind == NC_INSTANCE_NORM ? coord(x, e, 0) * channels + coord(x, e, c->channel_axis)                  \
-                                 : coord(x, e, 0) * groups + coord(x, e, c->channel_axis) / (channels / groups))
+#define GROUP_OF(e) group_of(c, x, e, groups)
   for (int64_t e = 0; e < total; ++e) {
-    sum[GROUP_OF(e)] += get(x, d, e);
+    if (!rms) sum[GROUP_OF(e)] += get(x, d, e);
     cnt[GROUP_OF(e)] += 1;
   }
-  for (int64_t g = 0; g < ngroups; ++g) sum[g] /= cnt[g]; /* now the mean */
+  for (int64_t g = 0; g < ngroups; ++g) sum[g] /= cnt[g]; /* now the mean (0 for RMSNorm) */
   for (int64_t e = 0; e < total; ++e) {
     const double v = get(x, d, e) - sum[GROUP_OF(e)];
     sq[GROUP_OF(e)] += v * v;
   }
-  for (int64_t g = 0; g < ngroups; ++g) sq[g] /= cnt[g]; /* now the biased variance */
-  for (int64_t ch = 0; ch < channels; ++ch) {
-    set(&c->out[2], d, ch, 0.0);
-    set(&c->out[3], d, ch, 0.0);
-  }
-  double* dgb = calloc((size_t)(2 * channels), sizeof(double));
+  for (int64_t g = 0; g < ngroups; ++g) sq[g] /= cnt[g]; /* now the biased variance (RMSNorm: mean square) */
   for (int64_t e = 0; e < total; ++e) {
-    const int64_t g = GROUP_OF(e), ch = coord(x, e, c->channel_axis);
+    const int64_t g = GROUP_OF(e), p = param_of(c, x, e);
     const double r = 1.0 / sqrt(sq[g] + c->eps), z = (get(x, d, e) - sum[g]) * r, gy = get(dy, d, e);
-    set(&c->out[0], d, e, z * get(gamma, d, ch) + get(beta, d, ch));
-    const double dz = gy * get(gamma, d, ch);
+    set(&c->out[0], d, e, z * get(gamma, d, p) + (rms ? 0.0 : get(beta, d, p)));
+    const double dz = gy * get(gamma, d, p);
     sdz[g] += dz;
     sdzz[g] += dz * z;
-    dgb[ch] += gy * z;
-    dgb[channels + ch] += gy;
+    dgb[p] += gy * z;
+    dgb[params + p] += gy;
   }
   for (int64_t e = 0; e < total; ++e) {
-    const int64_t g = GROUP_OF(e), ch = coord(x, e, c->channel_axis);
+    const int64_t g = GROUP_OF(e), p = param_of(c, x, e);
     const double r = 1.0 / sqrt(sq[g] + c->eps), z = (get(x, d, e) - sum[g]) * r;
-    const double dz = get(dy, d, e) * get(gamma, d, ch);
-    set(&c->out[1], d, e, r * (dz - sdz[g] / cnt[g] - z * sdzz[g] / cnt[g]));
+    const double dz = get(dy, d, e) * get(gamma, d, p);
+    set(&c->out[1], d, e, r * (dz - (rms ? 0.0 : sdz[g] / cnt[g]) - z * sdzz[g] / cnt[g]));
   }
-  for (int64_t ch = 0; ch < channels; ++ch) {
-    set(&c->out[2], d, ch, dgb[ch]);
-    set(&c->out[3], d, ch, dgb[channels + ch]);
+  for (int64_t p = 0; p < params; ++p) {
+    set(&c->out[2], d, p, dgb[p]);
+    if (!rms) set(&c->out[3], d, p, dgb[params + p]);
   }
   if (c->kind == NC_BATCH_NORM) {
     const nc_tensor *rm = &c->in[4], *rv = &c->in[5];

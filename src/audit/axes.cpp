@@ -198,6 +198,19 @@ std::vector<int64_t> channel_of_entries(const TensorSpec& t, Layout layout) {
   return c;
 }
 
+std::vector<int64_t> affine_index_of_entries(const TensorSpec& t, const NormSpec& n) {
+  const Accounting a = account(t, n);
+  const int rank = static_cast<int>(t.shape.size());
+  std::vector<int64_t> index(static_cast<size_t>(a.elements), 0), coord(static_cast<size_t>(rank), 0);
+  for (int64_t e = 0; e < a.elements; ++e) {
+    int64_t k = 0;
+    for (int ax = 0; ax < rank; ++ax) k = k * a.affine_shape[ax] + (a.affine_shape[ax] == 1 ? 0 : coord[ax]);
+    index[static_cast<size_t>(e)] = k;
+    for (int ax = rank - 1; ax >= 0 && ++coord[ax] == t.shape[ax]; --ax) coord[ax] = 0;
+  }
+  return index;
+}
+
 std::vector<int64_t> canonical(const std::vector<int64_t>& group_of) {
   std::unordered_map<int64_t, int64_t> ids;
   std::vector<int64_t> out(group_of.size());

@@ -72,6 +72,11 @@ std::vector<int64_t> declared_groups(const TensorSpec& t, const NormSpec& n);
 /// of `t.shape`: the index of its gamma/beta.
 std::vector<int64_t> channel_of_entries(const TensorSpec& t, Layout layout);
 
+/// The index of every entry's gamma/beta (flat memory index) in the flattened `affine_shape` of
+/// `account(t, n)`: the channel for batch, group, instance and tied norms, the position within the
+/// normalized axes for layer_norm / rms_norm with elementwise affine parameters.
+std::vector<int64_t> affine_index_of_entries(const TensorSpec& t, const NormSpec& n);
+
 /// Canonical form of a partition: groups renumbered in first-seen order.
 std::vector<int64_t> canonical(const std::vector<int64_t>& group_of);
 

@@ -1,6 +1,7 @@
 // Bounds for the grouped normalization kernels (docs/bounds.md section 13). Each group runs the
 // LayerNorm two-pass arithmetic on its gathered entries, so y and dx are bounded by LN-TWOPASS-SEQ
-// on a one-row LayerNorm case per group (sections 2-3); the per-channel sums dgamma, dbeta, the
+// on a one-row LayerNorm case per group (sections 2-3); an RMSNorm group runs the RMSNorm row
+// arithmetic and is bounded by RMS-SEQ on its one-row case (section 10); the per-channel sums dgamma, dbeta, the
 // running statistics and inference-mode batch norm follow with (magnitude, error) pairs.
 #include "core/bounds_grouped.hpp"
 
@@ -29,16 +30,16 @@ void group_as_row(const GroupedNormCase& c, const oracle::GroupedNormLayout& l, 
   row.n = static_cast<int64_t>(entries.size());
   row.eps = c.eps;
   for (int64_t e : entries) {
-    const int64_t ch = l.channel_of[e];
+    const int64_t ch = l.param_of[e];
     row.x.push_back(c.x[e]);
     row.gamma.push_back(c.gamma[ch]);
-    row.beta.push_back(c.beta[ch]);
+    if (l.centred) row.beta.push_back(c.beta[ch]);
     rref.y.push_back(ref.y[e]);
     if (with_vjp) {
       row.dy.push_back(c.dy[e]);
       rref.dx.push_back(ref.dx[e]);
       rref.dgamma.push_back(ref.contrib[e]);
-      rref.dbeta.push_back(exact_value(c.dy[e]));
+      if (l.centred) rref.dbeta.push_back(exact_value(c.dy[e]));
     }
   }
   rref.mean = {ref.mean[g]};
@@ -106,8 +107,8 @@ void running_stats_bound(const GroupedNormCase& c, const oracle::CertifiedGroupe
 void inference_bound(const GroupedNormCase& c, const oracle::GroupedNormLayout& l, const oracle::CertifiedGroupedNorm& ref,
                      const EmArith& a, double eps_hat, GroupedBound& out) {
   out.y_inference = sized_tensor_bound(ref.y_inference.size());
-  std::vector<Em> r(static_cast<size_t>(l.channels));
-  for (int64_t ch = 0; ch < l.channels; ++ch) {
+  std::vector<Em> r(static_cast<size_t>(l.params));
+  for (int64_t ch = 0; ch < l.params; ++ch) {
     const double v = c.running_var[ch];
     const double delta = rstd_relative_error(v, v, 0.0, c.eps, a.u);
     const double upper = 1 / std::hypot(std::sqrt(v), std::sqrt(c.eps)) * (1 + 0x1p-50);  // no overflow of v + eps
@@ -117,7 +118,7 @@ void inference_bound(const GroupedNormCase& c, const oracle::GroupedNormLayout& 
     r[ch] = {upper, upper * delta, !(delta < kInf) || over, hat};
   }
   for (size_t e = 0; e < c.x.size(); ++e) {
-    const int64_t ch = l.channel_of[e];
+    const int64_t ch = l.param_of[e];
     const Em d = a.add(EmArith::exact(c.x[e]), EmArith::exact(c.running_mean[ch]));
     const Em y = a.add(a.mul(a.mul(d, r[ch]), EmArith::exact(c.gamma[ch])), EmArith::exact(c.beta[ch]));
     finish(out.y_inference, e, y, ref.y_inference[e], a);
@@ -128,7 +129,7 @@ void inference_bound(const GroupedNormCase& c, const oracle::GroupedNormLayout& 
 
 GroupedBound grouped_norm_bound(const GroupedNormCase& c, const oracle::GroupedNormLayout& l,
                                 const oracle::CertifiedGroupedNorm& ref, DType accum, bool with_vjp) {
-  const BoundModel m{StatsModel::two_pass, c.dtype, accum, SumOrder::sequential, -1, 0};
+  const BoundModel m{l.centred ? StatsModel::two_pass : StatsModel::rms, c.dtype, accum, SumOrder::sequential, -1, 0};
   const Units u = units_of(m);
   const EmArith a{u, dtype_info(c.dtype).max_finite, c.dtype};
   GroupedBound out;
@@ -136,27 +137,29 @@ GroupedBound grouped_norm_bound(const GroupedNormCase& c, const oracle::GroupedN
   if (with_vjp) out.dx = sized_tensor_bound(c.x.size());
   std::vector<std::vector<int64_t>> members(static_cast<size_t>(l.groups));
   for (size_t e = 0; e < c.x.size(); ++e) members[l.group_of[e]].push_back(static_cast<int64_t>(e));
-  std::vector<double> dg_err(static_cast<size_t>(l.channels), 0.0), dg_mag(dg_err), db_mag(dg_err), dg_hat(dg_err);
-  std::vector<int64_t> per_channel(static_cast<size_t>(l.channels), 0), counts;
+  std::vector<double> dg_err(static_cast<size_t>(l.params), 0.0), dg_mag(dg_err), db_mag(dg_err), dg_hat(dg_err);
+  std::vector<int64_t> per_channel(static_cast<size_t>(l.params), 0), counts;
   std::vector<RowError> rows;
   std::vector<GroupHats> hats;
   for (int64_t g = 0; g < l.groups; ++g) {
     LayerNormCase row;
     oracle::CertifiedLayerNorm rref;
     group_as_row(c, l, ref, members[g], g, with_vjp, row, rref);
-    const TensorBound fwd = layernorm_forward_bound(row, rref, m);
+    const TensorBound fwd = l.centred ? layernorm_forward_bound(row, rref, m) : rmsnorm_forward_bound(row, rref, m);
     BackwardBound bwd;
-    if (with_vjp) bwd = layernorm_backward_bound(row, rref, m);
-    rows.push_back(row_error(row, rref, 0, m, u));
-    counts.push_back(row.n);
-    double s1 = 0, mx = 0;
-    for (double v : row.x) {
-      s1 += std::fabs(v);
-      mx = std::max(mx, std::fabs(v));
+    if (with_vjp) bwd = l.centred ? layernorm_backward_bound(row, rref, m) : rmsnorm_backward_bound(row, rref, m);
+    if (l.batch_norm) {  // the running statistics' inputs
+      rows.push_back(row_error(row, rref, 0, m, u));
+      counts.push_back(row.n);
+      double s1 = 0, mx = 0;
+      for (double v : row.x) {
+        s1 += std::fabs(v);
+        mx = std::max(mx, std::fabs(v));
+      }
+      hats.push_back(group_hats(s1, mx, row.n, u));
     }
-    hats.push_back(group_hats(s1, mx, row.n, u));
     for (size_t i = 0; i < members[g].size(); ++i) {
-      const int64_t e = members[g][i], ch = l.channel_of[e];
+      const int64_t e = members[g][i], ch = l.param_of[e];
       out.y.bound[e] = fwd.bound[i];
       out.y.regime[e] = fwd.regime[i];
       out.y.env_center[e] = fwd.env_center[i];
@@ -174,14 +177,14 @@ GroupedBound grouped_norm_bound(const GroupedNormCase& c, const oracle::GroupedN
     }
   }
   if (with_vjp) {
-    out.dgamma = sized_tensor_bound(static_cast<size_t>(l.channels));
-    out.dbeta = sized_tensor_bound(static_cast<size_t>(l.channels));
-    for (int64_t ch = 0; ch < l.channels; ++ch) {
+    out.dgamma = sized_tensor_bound(static_cast<size_t>(l.params));
+    if (l.centred) out.dbeta = sized_tensor_bound(static_cast<size_t>(l.params));
+    for (int64_t ch = 0; ch < l.params; ++ch) {
       const double sum_gamma = gamma_k(static_cast<double>(per_channel[ch] - 1), u.ua);
       const int64_t terms = per_channel[ch];
       finish(out.dgamma, ch, {dg_mag[ch], dg_err[ch] + sum_gamma * dg_mag[ch], !std::isfinite(dg_err[ch]), sum_hat(dg_hat[ch], terms, u)},
              ref.dgamma[ch], a);
-      finish(out.dbeta, ch, {db_mag[ch], sum_gamma * db_mag[ch], false, sum_hat(db_mag[ch], terms, u)}, ref.dbeta[ch], a);
+      if (l.centred) finish(out.dbeta, ch, {db_mag[ch], sum_gamma * db_mag[ch], false, sum_hat(db_mag[ch], terms, u)}, ref.dbeta[ch], a);
     }
   }
   if (l.batch_norm) {

@@ -73,7 +73,15 @@ int32_t abi_dtype(DType d) {
 }
 
 int32_t abi_kind(audit::NormKind k) {
-  return k == audit::NormKind::batch_norm ? NC_BATCH_NORM : k == audit::NormKind::group_norm ? NC_GROUP_NORM : NC_INSTANCE_NORM;
+  switch (k) {
+    case audit::NormKind::batch_norm: return NC_BATCH_NORM;
+    case audit::NormKind::group_norm: return NC_GROUP_NORM;
+    case audit::NormKind::instance_norm: return NC_INSTANCE_NORM;
+    case audit::NormKind::layer_norm: return NC_LAYER_NORM;
+    case audit::NormKind::channel_layer_norm: return NC_CHANNEL_LAYER_NORM;
+    case audit::NormKind::rms_norm: return NC_RMS_NORM;
+  }
+  return NC_BATCH_NORM;
 }
 
 std::shared_ptr<PluginPool> pool_of(const PluginInfo& info) { return info.pool ? info.pool : std::make_shared<PluginPool>(info.path, 10.0); }
@@ -98,6 +106,7 @@ std::function<GroupedOutputs(const GroupedNormCase&)> plugin_grouped_kernel(cons
     req.norm_kind = abi_kind(c.spec.kind);
     req.channel_axis = audit::channel_axis(c.tensor.layout);
     req.groups = c.spec.groups;
+    req.normalized_dims = c.spec.normalized_dims;
     return grouped_outputs_of(call, call_v2(*pool, call, req));
   };
 }

@@ -40,7 +40,7 @@ struct Request {
   int64_t offset[kSlots] = {-1, -1, -1, -1, -1, -1, -1, -1};  ///< bytes into the block; -1 = NULL
   // kRunCall (ABI v2): op is the nc_call's op
   double momentum = 0;
-  int32_t norm_kind = 0, channel_axis = 0;
+  int32_t norm_kind = 0, channel_axis = 0, normalized_dims = 0;
   int64_t groups = 1;
   Tensor in[6], out[7];
 };

@@ -10,7 +10,7 @@
 namespace normcheck::external {
 FileCall grouped_file_call(const GroupedNormCase& c) {
   const std::vector<int64_t>& shape = c.tensor.shape;
-  const std::vector<int64_t> per_channel{case_channel_count(c)};
+  const std::vector<int64_t> per_channel{case_channel_count(c)}, params = case_param_shape(c);
   FileCall call;
   call.dtype = c.dtype;
   call.manifest = {{"op", "grouped_norm"},
@@ -20,12 +20,17 @@ FileCall grouped_file_call(const GroupedNormCase& c) {
                    {"axes", audit::axis_names(c.tensor.layout)},
                    {"channel_axis", audit::channel_axis(c.tensor.layout)},
                    {"groups", c.spec.groups},
+                   {"normalized_dims", c.spec.normalized_dims},
                    {"eps", c.eps},
                    {"eps_hex", fmt::format("{:a}", c.eps)},
                    {"momentum", c.momentum},
                    {"momentum_hex", fmt::format("{:a}", c.momentum)}};
-  call.inputs = {{"x", shape, &c.x}, {"dy", shape, &c.dy}, {"gamma", per_channel, &c.gamma}, {"beta", per_channel, &c.beta}};
-  call.outputs = {{"y", shape}, {"dx", shape}, {"dgamma", per_channel}, {"dbeta", per_channel}};
+  call.inputs = {{"x", shape, &c.x}, {"dy", shape, &c.dy}, {"gamma", params, &c.gamma}};
+  call.outputs = {{"y", shape}, {"dx", shape}, {"dgamma", params}};
+  if (case_centred(c)) {  // RMSNorm has no beta
+    call.inputs.push_back({"beta", params, &c.beta});
+    call.outputs.push_back({"dbeta", params});
+  }
   if (c.spec.kind == audit::NormKind::batch_norm) {
     call.inputs.push_back({"running_mean", per_channel, &c.running_mean});
     call.inputs.push_back({"running_var", per_channel, &c.running_var});

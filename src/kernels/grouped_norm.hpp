@@ -1,6 +1,6 @@
 #pragma once
 /// Normalization over arbitrary reduction groups (batch norm, group norm, instance norm, channel
-/// layer norm, ...) as a kernel under test, templated on storage and accumulator. A plan lists
+/// layer norm, layer norm and RMSNorm over trailing axes) as a kernel under test, templated on storage and accumulator. A plan lists
 /// each group's entries; every group is normalized with the two-pass LayerNorm arithmetic
 /// (kernels/layernorm.hpp), gamma and beta indexed per entry (one per channel). Cost O(entries):
 /// each entry takes part in one reduction and a constant number of elementwise operations.
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/layernorm.hpp"
+#include "kernels/rmsnorm.hpp"
 
 namespace normcheck::kernels {
 
@@ -92,6 +93,59 @@ void grouped_norm_backward(const GroupPlan& p, const Storage* x, const Storage* 
     dgamma[c] = num::convert<Storage>(dg[c]);
     dbeta[c] = num::convert<Storage>(db[c]);
   }
+}
+
+/// RMSNorm over each group with the RMSNorm row arithmetic (kernels/rmsnorm.hpp, variant rms):
+/// r_g = 1 / sqrt(sum(x^2)/n + eps) in Accum, y = (x r_g) gamma.
+template <class Storage, class Accum>
+using SoundRms = RmsPolicy<Accum, Accum, false, false, Accum>;
+
+template <class Storage, class Accum>
+Accum group_rms_reciprocal(const GroupPlan& p, int64_t g, const Storage* x, Accum eps, std::vector<Storage>& buf) {
+  const int64_t b = p.offsets[g], n = p.offsets[g + 1] - b;
+  buf.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) buf[i] = x[p.order[b + i]];
+  return rms_reciprocal<Storage, Accum, SoundRms<Storage, Accum>>(buf.data(), n, eps);
+}
+
+template <class Storage, class Accum>
+void grouped_rms_forward(const GroupPlan& p, const Storage* x, const Storage* gamma, double eps, Storage* y) {
+  const Accum eps_a = num::constant<Accum>(eps);
+  std::vector<Storage> buf;
+  for (int64_t g = 0; g < p.groups(); ++g) {
+    const Accum r = group_rms_reciprocal<Storage, Accum>(p, g, x, eps_a, buf);
+    for (int64_t i = p.offsets[g]; i < p.offsets[g + 1]; ++i) {
+      const int64_t e = p.order[i];
+      y[e] = num::convert<Storage>((num::convert<Accum>(x[e]) * r) * num::convert<Accum>(gamma[p.param_of[e]]));
+    }
+  }
+}
+
+/// dx = r (v - z mean_g(v z)) with v = gamma dy, z = x r; dgamma summed per parameter index in Accum.
+template <class Storage, class Accum>
+void grouped_rms_backward(const GroupPlan& p, const Storage* x, const Storage* gamma, const Storage* dy, double eps,
+                          int64_t params, Storage* dx, Storage* dgamma) {
+  const Accum eps_a = num::constant<Accum>(eps);
+  std::vector<Accum> dg(static_cast<size_t>(params), num::constant<Accum>(0.0)), z, v;
+  std::vector<Storage> buf;
+  for (int64_t g = 0; g < p.groups(); ++g) {
+    const Accum r = group_rms_reciprocal<Storage, Accum>(p, g, x, eps_a, buf);
+    const int64_t b = p.offsets[g], n = p.offsets[g + 1] - b;
+    z.resize(static_cast<size_t>(n));
+    v.resize(static_cast<size_t>(n));
+    Accum sum_vz = num::constant<Accum>(0.0);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t e = p.order[b + i], c = p.param_of[e];
+      const Accum dye = num::convert<Accum>(dy[e]);
+      z[i] = num::convert<Accum>(x[e]) * r;
+      v[i] = num::convert<Accum>(gamma[c]) * dye;
+      sum_vz += v[i] * z[i];
+      dg[c] += dye * z[i];
+    }
+    const Accum mean_vz = sum_vz / num::constant<Accum>(static_cast<double>(n));
+    for (int64_t i = 0; i < n; ++i) dx[p.order[b + i]] = num::convert<Storage>(r * (v[i] - z[i] * mean_vz));
+  }
+  for (int64_t c = 0; c < params; ++c) dgamma[c] = num::convert<Storage>(dg[c]);
 }
 
 /// Batch-norm running statistics after one training step (PyTorch's rule: the unbiased batch

@@ -132,13 +132,13 @@ void print_contraction_summary(const ContractionSuiteResult& r) {
 }
 
 void print_grouped_summary(const GroupedSuiteResult& r) {
-  std::printf("\nbatch, group and instance norm (NCHW, NHWC, sequence; training statistics, running-statistic update,\n"
-              "inference mode) against the certified grouped oracle:\n");
-  std::printf("%s\n", fmt::format("{:<5} {:<14} {:<13} {:>5} {:>9} {:>10} {:>9} {:>10} {:>11}", "dtype", "kind", "output", "cases",
+  std::printf("\ngrouped norms: batch (training statistics, running-statistic update, inference mode), group, instance,\n"
+              "channel-layer norm, layer norm and RMSNorm over trailing axes (NCHW, NHWC, sequence) against the certified grouped oracle:\n");
+  std::printf("%s\n", fmt::format("{:<5} {:<18} {:<13} {:>5} {:>9} {:>10} {:>9} {:>10} {:>11}", "dtype", "kind", "output", "cases",
                                   "elements", "max ulp", "rms ulp", "err/bound", "violations")
                           .c_str());
   for (const GroupedRecord& rec : r.records)
-    std::printf("%s\n", fmt::format("{:<5} {:<14} {:<13} {:>5} {:>9} {:>10.4g} {:>9.4g} {:>10.4g} {:>11}", dtype_info(rec.storage).name,
+    std::printf("%s\n", fmt::format("{:<5} {:<18} {:<13} {:>5} {:>9} {:>10.4g} {:>9.4g} {:>10.4g} {:>11}", dtype_info(rec.storage).name,
                                     audit::kind_name(rec.kind), rec.output, rec.cases, rec.acc.count(), rec.acc.max_ulp(),
                                     rec.acc.rms_ulp(), std::max(0.0, rec.acc.max_bound_ratio()), rec.acc.bound_violations())
                             .c_str());

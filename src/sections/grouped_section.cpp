@@ -113,9 +113,12 @@ class GroupedSection final : public Section {
 
   json suite_row(std::string_view suite) const override {
     const GroupedSuiteConfig g = *suite_grouped_config(suite);
-    return {{"section", kKey}, {"ops", "batch_norm, group_norm, instance_norm"}, {"kernels", 3}, {"dtypes", g.dtypes.size()},
-            {"generators", 3}, {"cases_per_generator", 3 * g.cases_per_layout},
-            {"cases", static_cast<int64_t>(g.dtypes.size() * 9) * g.cases_per_layout}, {"shapes", "NCHW, NHWC, sequence"}};
+    std::vector<std::string> kinds;
+    for (audit::NormKind k : grouped_suite_kinds()) kinds.emplace_back(audit::kind_name(k));
+    const auto layouts = static_cast<int64_t>(grouped_suite_layouts().size());
+    return {{"section", kKey}, {"ops", fmt::format("{}", fmt::join(kinds, ", "))}, {"kernels", kinds.size()}, {"dtypes", g.dtypes.size()},
+            {"generators", layouts}, {"cases_per_generator", layouts * g.cases_per_layout}, {"cases", planned_cases(g)},
+            {"shapes", "NCHW, NHWC, sequence"}};
   }
 
   std::string_view replay_option() const override { return "grouped-record"; }

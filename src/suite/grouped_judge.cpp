@@ -12,21 +12,30 @@ namespace {
 template <class S>
 GroupedOutputs run_as(const GroupedNormCase& c, const oracle::GroupedNormLayout& l, bool unbiased) {
   using A = default_accum_t<S>;
-  const kernels::GroupPlan plan = kernels::plan_of(l.group_of, l.channel_of);
+  const kernels::GroupPlan plan = kernels::plan_of(l.group_of, l.param_of);
   const auto x = to_storage<S>(c.x), dy = to_storage<S>(c.dy), g = to_storage<S>(c.gamma), b = to_storage<S>(c.beta);
+  if (!l.centred) {
+    std::vector<S> y(x.size()), dx(x.size()), dg(g.size());
+    kernels::grouped_rms_forward<S, A>(plan, x.data(), g.data(), c.eps, y.data());
+    kernels::grouped_rms_backward<S, A>(plan, x.data(), g.data(), dy.data(), c.eps, l.params, dx.data(), dg.data());
+    GroupedOutputs out;
+    out.names = {"y", "dx", "dgamma"};
+    out.values = {to_double(y), to_double(dx), to_double(dg)};
+    return out;
+  }
   auto rm = to_storage<S>(c.running_mean), rv = to_storage<S>(c.running_var);
   std::vector<S> y(x.size()), dx(x.size()), dg(g.size()), db(g.size()), yi(x.size());
   std::vector<A> means, vars;
   kernels::grouped_norm_forward<S, A>(plan, x.data(), g.data(), b.data(), c.eps, y.data(), &means, &vars);
-  kernels::grouped_norm_backward<S, A>(plan, x.data(), g.data(), dy.data(), c.eps, l.channels, dx.data(), dg.data(), db.data());
+  kernels::grouped_norm_backward<S, A>(plan, x.data(), g.data(), dy.data(), c.eps, l.params, dx.data(), dg.data(), db.data());
   GroupedOutputs out;
   out.names = {"y", "dx", "dgamma", "dbeta"};
   out.values = {to_double(y), to_double(dx), to_double(dg), to_double(db)};
   if (!l.batch_norm) return out;
-  const int64_t n = static_cast<int64_t>(x.size()) / l.channels;  // entries per channel
+  const int64_t n = static_cast<int64_t>(x.size()) / l.params;  // entries per channel (batch norm: params are channels)
   const auto inference_rm = rm, inference_rv = rv;  // inference uses the statistics before the step
   kernels::update_running_stats<S, A>(means, vars, unbiased ? n : 1, c.momentum, rm.data(), rv.data());
-  kernels::batch_norm_inference<S, A>(l.channel_of, x.data(), g.data(), b.data(), inference_rm.data(), inference_rv.data(),
+  kernels::batch_norm_inference<S, A>(l.param_of, x.data(), g.data(), b.data(), inference_rm.data(), inference_rv.data(),
                                       c.eps, yi.data());
   for (auto [name, v] : {std::pair{"running_mean", &rm}, {"running_var", &rv}, {"y_inference", &yi}}) {
     out.names.push_back(name);
@@ -60,13 +69,14 @@ const TensorBound& bound_named(const GroupedBound& b, const std::string& name) {
 oracle::GroupedNormLayout grouped_layout(const GroupedNormCase& c) {
   oracle::GroupedNormLayout l;
   l.group_of = case_groups(c);
-  l.channel_of = case_channels(c);
-  l.channels = case_channel_count(c);
+  l.param_of = case_params(c);
+  l.params = case_param_count(c);
+  l.centred = case_centred(c);
   for (int64_t g : l.group_of) l.groups = std::max(l.groups, g + 1);
   l.batch_norm = c.spec.kind == audit::NormKind::batch_norm;
   if (l.batch_norm)  // groups must be numbered like channels for the running statistics
     for (size_t e = 0; e < l.group_of.size(); ++e)
-      if (l.group_of[e] != l.channel_of[e]) throw std::logic_error("batch norm groups not in channel order");
+      if (l.group_of[e] != l.param_of[e]) throw std::logic_error("batch norm groups not in channel order");
   return l;
 }
 
@@ -81,7 +91,8 @@ GroupedOutputs run_grouped_kernel(const GroupedNormCase& c, bool unbiased_runnin
 }
 
 std::vector<std::string> grouped_output_names(const GroupedNormCase& c) {
-  std::vector<std::string> names = {"y", "dx", "dgamma", "dbeta"};
+  std::vector<std::string> names = {"y", "dx", "dgamma"};
+  if (case_centred(c)) names.push_back("dbeta");
   if (c.spec.kind == audit::NormKind::batch_norm) names.insert(names.end(), {"running_mean", "running_var", "y_inference"});
   return names;
 }

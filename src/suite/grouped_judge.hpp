@@ -1,6 +1,7 @@
 #pragma once
 /// Judges the grouped normalization kernels (batch norm training and inference with the
-/// running-statistic update, group norm, instance norm) on one case against the certified
+/// running-statistic update, group norm, instance norm, layer norm and RMSNorm over trailing axes,
+/// channel layer norm) on one case against the certified
 /// grouped oracle with the grouped bounds.
 #include <string>
 #include <vector>
@@ -14,7 +15,7 @@ namespace normcheck {
 /// Group and channel of every entry, in the oracle's terms.
 oracle::GroupedNormLayout grouped_layout(const GroupedNormCase& c);
 
-/// Kernel outputs by name: y, dx, dgamma, dbeta, and for batch norm running_mean, running_var,
+/// Kernel outputs by name: y, dx, dgamma, dbeta (not for RMSNorm), and for batch norm running_mean, running_var,
 /// y_inference; as exact doubles of storage values. `unbiased_running_var = false` plants the
 /// common defect of updating the running variance with the biased batch variance.
 struct GroupedOutputs {

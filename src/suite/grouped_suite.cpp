@@ -14,8 +14,6 @@
 namespace normcheck {
 namespace {
 
-constexpr audit::NormKind kKinds[] = {audit::NormKind::batch_norm, audit::NormKind::group_norm, audit::NormKind::instance_norm};
-constexpr audit::Layout kLayouts[] = {audit::Layout::nchw, audit::Layout::nhwc, audit::Layout::sequence};
 
 struct Item {
   DType dtype;
@@ -25,13 +23,26 @@ struct Item {
 
 /// Every (kind, layout) pair of a dtype, cases_per_layout cases each.
 DtypeSlice dtype_slice(const GroupedSuiteConfig& cfg) {
-  return {cfg.shard, cfg.dtypes.size(), std::size(kKinds) * std::size(kLayouts) * static_cast<size_t>(cfg.cases_per_layout)};
+  return {cfg.shard, cfg.dtypes.size(), grouped_suite_kinds().size() * grouped_suite_layouts().size() * static_cast<size_t>(cfg.cases_per_layout)};
 }
 
 Item item_at(const GroupedSuiteConfig& cfg, size_t i) {
-  const size_t per_layout = static_cast<size_t>(cfg.cases_per_layout), per_kind = 3 * per_layout, per_dtype = 3 * per_kind;
+  const size_t per_layout = static_cast<size_t>(cfg.cases_per_layout), per_kind = grouped_suite_layouts().size() * per_layout,
+               per_dtype = grouped_suite_kinds().size() * per_kind;
   return {cfg.dtypes[i / per_dtype], static_cast<int>((i % per_dtype) / per_kind), static_cast<int>((i % per_kind) / per_layout),
           static_cast<int64_t>(i % per_layout)};
+}
+
+nlohmann::json kind_names() {
+  nlohmann::json names = nlohmann::json::array();
+  for (audit::NormKind k : grouped_suite_kinds()) names.push_back(std::string(audit::kind_name(k)));
+  return names;
+}
+
+nlohmann::json layout_names() {
+  nlohmann::json names = nlohmann::json::array();
+  for (audit::Layout l : grouped_suite_layouts()) names.push_back(std::string(audit::layout_name(l)));
+  return names;
 }
 
 struct ItemResult {
@@ -40,6 +51,19 @@ struct ItemResult {
 };
 
 }  // namespace
+
+const std::vector<audit::NormKind>& grouped_suite_kinds() {
+  // Appended kinds keep the earlier kinds' case seeds (the seed derives from the kind's position).
+  static const std::vector<audit::NormKind> kinds = {audit::NormKind::batch_norm,         audit::NormKind::group_norm,
+                                                     audit::NormKind::instance_norm,      audit::NormKind::layer_norm,
+                                                     audit::NormKind::channel_layer_norm, audit::NormKind::rms_norm};
+  return kinds;
+}
+
+const std::vector<audit::Layout>& grouped_suite_layouts() {
+  static const std::vector<audit::Layout> layouts = {audit::Layout::nchw, audit::Layout::nhwc, audit::Layout::sequence};
+  return layouts;
+}
 
 int64_t planned_cases(const GroupedSuiteConfig& cfg) { return dtype_slice(cfg).planned(); }
 
@@ -57,7 +81,7 @@ GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg) {
   const auto done = run_items<ItemResult>(total, cfg.threads, [&](size_t i) {
     const Item it = item_at(cfg, i);
     ItemResult r;
-    r.c = gen::make_grouped_case(kKinds[it.kind], kLayouts[it.layout], it.dtype,
+    r.c = gen::make_grouped_case(grouped_suite_kinds()[static_cast<size_t>(it.kind)], grouped_suite_layouts()[static_cast<size_t>(it.layout)], it.dtype,
                                  grouped_case_seed(cfg.seed, it.dtype, it.kind, it.layout, it.index));
     r.j = judge_grouped(r.c, cfg.external ? cfg.external->run(r.c) : run_grouped_kernel(r.c));
     count_finished(std::any_of(r.j.outputs.begin(), r.j.outputs.end(), [](const OutputJudgement& o) { return o.failed; }));
@@ -114,7 +138,7 @@ nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSu
         {"storage", std::string(dtype_info(rec.storage).name)},
         {"accum", std::string(dtype_info(dtype_info(rec.storage).default_accum).name)},
         {"output", rec.output},
-        {"bound_id", "GROUPED-TWOPASS-SEQ[" + std::string(dtype_info(rec.storage).name) + "/" +
+        {"bound_id", std::string(rec.kind == audit::NormKind::rms_norm ? "GROUPED-RMS-SEQ[" : "GROUPED-TWOPASS-SEQ[") + std::string(dtype_info(rec.storage).name) + "/" +
                          std::string(dtype_info(dtype_info(rec.storage).default_accum).name) + "]"},
         {"verdict", rec.kernel_failures > 0 ? "kernel_failure" : verdict_name(rec.cases, rec.acc, rec.failed(), false)},
         {"cases", rec.cases},
@@ -138,7 +162,7 @@ nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSu
   }
   for (DType d : cfg.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
   return {{"config", {{"dtypes", dtypes}, {"cases_per_layout", cfg.cases_per_layout}, {"seed", std::to_string(cfg.seed)},
-                      {"kinds", {"batch_norm", "group_norm", "instance_norm"}}, {"layouts", {"nchw", "nhwc", "sequence"}}}},
+                      {"kinds", kind_names()}, {"layouts", layout_names()}}},
           {"passed", grouped_suite_passed(r, cfg.external && cfg.external->report_only)},
           {"cases_planned", r.cases_planned},
           {"cases_done", r.cases_done},

@@ -1,7 +1,7 @@
 #pragma once
 /// The grouped-normalization suite: batch norm (training statistics, running-statistic update,
-/// inference mode), group norm and instance norm on NCHW, NHWC and sequence tensors in every
-/// dtype, judged against the certified grouped oracle with the grouped bounds.
+/// inference mode), group norm, instance norm, layer norm and RMSNorm over trailing axes and
+/// channel layer norm on NCHW, NHWC and sequence tensors in every dtype, judged against the certified grouped oracle with the grouped bounds.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -61,6 +61,10 @@ GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg);
 /// Every record holds (report-only external kernels: their failures do not count) and no case was lost.
 bool grouped_suite_passed(const GroupedSuiteResult& r, bool report_only = false);
 nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSuiteResult& r, const std::string& report_path);
+
+/// The kinds and layouts the suite runs, in seed order.
+const std::vector<audit::NormKind>& grouped_suite_kinds();
+const std::vector<audit::Layout>& grouped_suite_layouts();
 
 /// Cases the config's shard plans.
 int64_t planned_cases(const GroupedSuiteConfig& cfg);

@@ -7,22 +7,22 @@ namespace normcheck {
 
 const std::vector<SuiteDef>& suites() {
   static const std::vector<SuiteDef> table = {
-      {"default", 2,
+      {"default", 3,
        "the committed worst-case corpus for every kernel, then every LayerNorm and RMSNorm kernel x dtype x "
        "generator, 10 cases each, rows*n <= 65536 (eps as models set it, gamma/beta default, trained-like or mixed); every "
        "Linear o RMSNorm block variant x dtype x block generator, 10 cases each; the QR contraction on "
-       "every dtype x seed category, 20 cases each; batch, group and instance norm on NCHW, NHWC and sequence "
-       "tensors, 8 cases each; the axis audits; the port-Hamiltonian stream, 3 cases per dtype",
+       "every dtype x seed category, 20 cases each; batch, group, instance, channel-layer norm and layer norm / RMSNorm over "
+       "trailing axes on NCHW, NHWC and sequence tensors, 8 cases each; the axis audits; the port-Hamiltonian stream, 3 cases per dtype",
        10, 65536, 20261130, 10, 20, 8, 3},
-      {"quick", 2,
+      {"quick", 3,
        "the committed worst-case corpus for every kernel, then every LayerNorm and RMSNorm kernel x dtype x "
        "generator, 2 cases each, rows*n <= 2048; block "
-       "variants, 3 cases per block generator; the QR contraction, 2 cases per category; batch/group/instance norm, 1 case per layout; the axis audits; the port-Hamiltonian stream, 1 case per dtype",
+       "variants, 3 cases per block generator; the QR contraction, 2 cases per category; the six grouped norms, 1 case per layout; the axis audits; the port-Hamiltonian stream, 1 case per dtype",
        2, 2048, 20261130, 3, 2, 1, 1},
-      {"nightly", 2,
+      {"nightly", 3,
        "the corpus, then the default suite's kernels, dtypes and generators with more cases: 50 per LayerNorm/RMSNorm generator "
-       "(rows*n <= 65536), 30 per block generator, 60 per QR-contraction category, 32 per batch/group/instance norm "
-       "layout, the axis audits, 12 port-Hamiltonian cases per dtype; sized for under 30 minutes on 2 cores",
+       "(rows*n <= 65536), 30 per block generator, 60 per QR-contraction category, 32 per grouped-norm kind "
+       "and layout, the axis audits, 12 port-Hamiltonian cases per dtype; sized for under 30 minutes on 2 cores",
        50, 65536, 20261130, 30, 60, 32, 12},
   };
   return table;
