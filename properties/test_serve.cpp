@@ -449,6 +449,63 @@ TEST(PluginAbiV2, GroupedNormsAndTheBlockAreJudgedThroughAVersion2Plugin) {
   EXPECT_EQ(j.at("records").at(0).at("kernel"), "plugin:nc_v2_good");  // its version 1 LayerNorm forward in the same library
 }
 
+namespace {
+
+/// Runs the axis audit on an external kernel; returns the exit code and the audit records.
+std::pair<int, nlohmann::json> external_axis_audit(const std::string& kernel_flags, const std::string& name) {
+  const fs::path out = scratch() / ("audit_" + name + ".json");
+  const Outcome o = run_cli("run " + kernel_flags + " --ops axis_audit --out " + out.string());
+  if (o.exit_code == 2) ADD_FAILURE() << o.err;
+  if (std::system("/usr/bin/python3 -c 'import jsonschema' 2>/dev/null") == 0) {  // the external audit's fields are in the schema
+    EXPECT_EQ(std::system(("/usr/bin/python3 -c \"import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
+                           "json.load(open(sys.argv[2])))\" " + out.string() + " " + std::string(NORMCHECK_SOURCE_DIR) +
+                           "/reports/schema/report.v1.schema.json").c_str()),
+              0);
+  }
+  return {o.exit_code, load_json(out).at("axis_audit")};
+}
+
+/// The verdict of the record declaring `kind` on `layout` in `dtype` ("" when absent).
+std::string audit_verdict(const nlohmann::json& audit, const std::string& kind, const std::string& layout, const std::string& dtype) {
+  for (const auto& r : audit.at("records"))
+    if (r.at("declared").at("kind") == kind && r.at("tensor").at("layout") == layout && r.at("kernel").at("dtype") == dtype)
+      return r.at("kernel").at("verdict").get<std::string>();
+  return "";
+}
+
+}  // namespace
+
+TEST(PluginAbiV2, TheAxisAuditProbesAVersion2PluginAndNamesTheAxisOfAWrongGroupCount) {
+  auto [code, audit] = external_axis_audit("--kernel " + plugin_v2("good"), "v2_good");
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(audit.at("kernel"), "plugin:nc_v2_good");
+  EXPECT_EQ(audit.at("records").size(), 8u);  // the eight standard cases in f32; bf16 declined by the plugin
+  for (const auto& r : audit.at("records")) EXPECT_TRUE(r.at("kernel").at("match").get<bool>()) << r.dump();
+  std::tie(code, audit) = external_axis_audit("--kernel " + plugin_v2("wrong_groups"), "v2_wrong_groups");
+  EXPECT_EQ(code, 1);
+  EXPECT_FALSE(audit.at("passed").get<bool>());
+  // G = 2 declared on NCHW (2, 6, 3, 5); the plugin normalizes over one group: C joins the reduction.
+  const std::string verdict = audit_verdict(audit, "group_norm", "nchw", "f32");
+  EXPECT_EQ(verdict.rfind("MISMATCH", 0), 0u) << verdict;
+  EXPECT_NE(verdict.find("the kernel normalizes over C, H, W"), std::string::npos) << verdict;
+  EXPECT_EQ(audit_verdict(audit, "batch_norm", "nchw", "f32").rfind("match", 0), 0u);
+}
+
+TEST(Serve, TheAxisAuditProbesAServedKernelAndNamesTheAxisOfAWrongGroupCount) {
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const std::string server = kPython + " " + script("serve_numpy.py");
+  auto [code, audit] = external_axis_audit("--serve '" + server + "' --exec-name numpy", "serve_good");
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(audit.at("records").size(), 16u);  // eight standard cases in f32 and bf16
+  for (const auto& r : audit.at("records")) EXPECT_TRUE(r.at("kernel").at("match").get<bool>()) << r.dump();
+  std::tie(code, audit) = external_axis_audit("--serve '" + server + " --wrong-groups' --exec-name numpy", "serve_wrong");
+  EXPECT_EQ(code, 1);
+  for (const char* dt : {"f32", "bf16"}) {
+    const std::string verdict = audit_verdict(audit, "group_norm", "nchw", dt);
+    EXPECT_NE(verdict.find("the kernel normalizes over C, H, W"), std::string::npos) << dt << ": " << verdict;
+  }
+}
+
 TEST(PluginAbiV2, AWrongGroupCountAndAWrongDeferredCorrectionAreCaught) {
   const fs::path out = scratch() / "v2_planted.json";
   Outcome o = run_cli("run --kernel " + plugin_v2("wrong_groups") + " --dtypes f32 --out " + out.string());

@@ -24,6 +24,7 @@ nlohmann::json accounting_json(const TensorSpec& t, const NormSpec& n, const Acc
 }
 
 bool AuditRecord::as_expected() const {
+  if (!failure.empty()) return false;
   if (!verdict) return true;
   if (!planted) return verdict->match;
   return !verdict->match || !verdict->coincidences.empty();  // a planted kernel may coincide only on degenerate shapes
@@ -57,6 +58,9 @@ nlohmann::json audit_record_json(const AuditRecord& r) {
                                   {"axes", axis_names(r.tensor.layout)}}},
                       {"declared", accounting_json(r.tensor, r.declared, r.accounting)},
                       {"kernel", nullptr}};
+  if (!r.failure.empty())
+    j["kernel"] = {{"name", r.kernel}, {"planted", false}, {"dtype", std::string(dtype_info(r.dtype).name)}, {"failure", r.failure},
+                   {"as_expected", false}};
   if (r.inferred && r.verdict)
     j["kernel"] = {{"name", r.kernel},
                    {"planted", r.planted},
@@ -73,10 +77,12 @@ nlohmann::json audit_record_json(const AuditRecord& r) {
   return j;
 }
 
-std::vector<AuditRecord> standard_audits(uint64_t seed) {
+std::vector<DType> standard_audit_dtypes() { return {DType::f32, DType::bf16}; }
+
+std::vector<std::pair<TensorSpec, NormSpec>> standard_audit_cases() {
   NormSpec gn{NormKind::group_norm};
   gn.groups = 2;
-  const std::vector<std::pair<TensorSpec, NormSpec>> cases = {
+  return {
       {{Layout::dense, {2, 3}}, {NormKind::batch_norm}},
       {{Layout::dense, {2, 3}}, {NormKind::layer_norm, 1}},
       {{Layout::nchw, {2, 3, 4, 4}}, {NormKind::batch_norm}},
@@ -86,9 +92,12 @@ std::vector<AuditRecord> standard_audits(uint64_t seed) {
       {{Layout::nchw, {2, 6, 3, 5}}, gn},
       {{Layout::sequence, {2, 5, 8}}, {NormKind::rms_norm, 1}},
   };
+}
+
+std::vector<AuditRecord> standard_audits(uint64_t seed) {
   std::vector<AuditRecord> out;
-  for (DType dt : {DType::f32, DType::bf16})
-    for (const auto& [t, n] : cases)
+  for (DType dt : standard_audit_dtypes())
+    for (const auto& [t, n] : standard_audit_cases())
       for (const AuditKernelInfo& k : audit_kernels()) {
         if (k.name == "batch_norm_eval") continue;  // not a normalization of the declared kind: reported by audit-axes only
         try {

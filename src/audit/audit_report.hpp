@@ -24,6 +24,7 @@ struct AuditRecord {
   DType dtype = DType::f32;
   std::optional<InferredGroups> inferred;
   std::optional<AuditVerdict> verdict;
+  std::string failure;  ///< an external kernel's call failed while probing: no verdict, not as expected
   /// A planted kernel must mismatch (unless the shape makes it coincide), a correct one match.
   bool as_expected() const;
 };
@@ -36,9 +37,14 @@ AuditRecord run_audit_with(const TensorSpec& t, const NormSpec& declared, const 
 
 nlohmann::json audit_record_json(const AuditRecord& r);
 
-/// The run's audit set: the seed's dense (2,3) and image (2,3,4,4) cases and an NHWC, a sequence
-/// and a group-norm case, each with its correct kernel and every applicable planted kernel, in f32
-/// and bf16.
+/// The run's audit cases: the seed's dense (2,3) and image (2,3,4,4) cases and an NHWC, a sequence
+/// and a group-norm case, each a tensor and a declared normalization.
+std::vector<std::pair<TensorSpec, NormSpec>> standard_audit_cases();
+/// The dtypes the run probes in.
+std::vector<DType> standard_audit_dtypes();
+
+/// The run's audit set: every standard case with its correct kernel and every applicable planted
+/// kernel, in every standard dtype.
 std::vector<AuditRecord> standard_audits(uint64_t seed);
 
 /// Every record as expected.

@@ -1,5 +1,6 @@
-// The grouped-normalization section ("grouped_norm"): batch, group and instance norm over NCHW,
-// NHWC and sequence layouts, the built-in kernel or one external kernel (ABI v2 plugin or serve).
+// The grouped-normalization section ("grouped_norm"): batch, group, instance, channel-layer norm,
+// layer norm and RMSNorm over trailing axes on NCHW, NHWC and sequence layouts, the built-in kernel
+// or one external kernel (ABI v2 plugin or serve).
 #include <cstdio>
 #include <functional>
 
@@ -16,6 +17,7 @@
 #include "sections/replay_support.hpp"
 #include "suite/grouped_judge.hpp"
 #include "report/terminal_summary.hpp"
+#include "sections/external_grouped.hpp"
 #include "sections/section_support.hpp"
 #include "sections/sections.hpp"
 #include "suite/suites.hpp"
@@ -55,22 +57,6 @@ class GroupedRun final : public SectionRun {
   std::optional<GroupedSuiteResult> result_;
 };
 
-/// The external grouped-norm kernel: an ABI v2 plugin's or the serve command's (one at a time).
-std::optional<GroupedExternalKernel> external_grouped(const PlanInputs& in) {
-  const RunOptions& o = in.options;
-  const bool named = in.names_any({kKey});
-  if (!(o.ops.empty() || named)) return std::nullopt;
-  std::vector<GroupedExternalKernel> found;
-  for (const external::PluginInfo& p : in.external->plugins)
-    if (!p.grouped_dtypes.empty()) found.push_back({"plugin:" + p.name, external::plugin_grouped_kernel(p), o.report_only});
-  if (in.external->serve) found.push_back({"serve:" + o.exec_name, external::serve_grouped_kernel(in.external->serve), o.report_only});
-  if (found.size() > 1) throw PlanError("more than one external grouped-norm kernel (plugins, --serve): judge one at a time");
-  if (named && found.empty())
-    throw PlanError("--ops grouped_norm: no external kernel implements it (an ABI v2 plugin with NC_GROUPED_NORM, or --serve)");
-  if (found.empty()) return std::nullopt;
-  return found.front();
-}
-
 /// The record's worst case, regenerated from kind, layout, dtype and seed, checked against the recorded shape.
 GroupedNormCase grouped_case_of(const json& rec) {
   const json& wc = rec.at("worst_case");
@@ -97,7 +83,7 @@ class GroupedSection final : public Section {
     if (o.grouped_cases) cfg.cases_per_layout = *o.grouped_cases;
     cfg.threads = o.threads;
     if (in.external) {
-      cfg.external = external_grouped(in);
+      cfg.external = external_grouped_kernel(in, kKey);
       if (!cfg.external) return nullptr;
       return std::make_unique<GroupedRun>(std::move(cfg));
     }

@@ -1,0 +1,57 @@
+#include "sections/external_grouped.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "external/plugin.hpp"
+#include "external/plugin_v2.hpp"
+#include "external/serve_grouped.hpp"
+#include "sections/options.hpp"
+
+namespace normcheck::sections {
+
+std::optional<GroupedExternalKernel> external_grouped_kernel(const PlanInputs& in, std::string_view section) {
+  const RunOptions& o = in.options;
+  const bool named = in.names_any({section});
+  if (!(o.ops.empty() || named)) return std::nullopt;
+  std::vector<GroupedExternalKernel> found;
+  for (const external::PluginInfo& p : in.external->plugins)
+    if (!p.grouped_dtypes.empty()) found.push_back({"plugin:" + p.name, external::plugin_grouped_kernel(p), o.report_only});
+  if (in.external->serve) found.push_back({"serve:" + o.exec_name, external::serve_grouped_kernel(in.external->serve), o.report_only});
+  if (found.size() > 1) throw PlanError("more than one external grouped-norm kernel (plugins, --serve): judge one at a time");
+  if (named && found.empty())
+    throw PlanError(fmt::format("--ops {}: no external kernel implements the grouped_norm op (an ABI v2 plugin with "
+                                "NC_GROUPED_NORM, or --serve)",
+                                section));
+  if (found.empty()) return std::nullopt;
+  return found.front();
+}
+
+audit::AuditKernel grouped_audit_kernel(const GroupedExternalKernel& k, const audit::TensorSpec& t, const audit::NormSpec& declared,
+                                        DType dtype) {
+  GroupedNormCase base;
+  base.dtype = dtype;
+  base.tensor = t;
+  base.spec = declared;
+  base.spec.affine = true;
+  base.eps = 1e-5;
+  base.generator = "axis_audit";
+  base.gamma.assign(static_cast<size_t>(case_param_count(base)), 1.0);
+  if (case_centred(base)) base.beta.assign(base.gamma.size(), 0.0);
+  base.running_mean.assign(static_cast<size_t>(case_channel_count(base)), 0.0);
+  base.running_var.assign(base.running_mean.size(), 1.0);
+  return [run = k.run, base](const std::vector<double>& x) {
+    GroupedNormCase c = base;
+    c.x = x;
+    c.dy.assign(x.size(), 0.0);
+    const GroupedOutputs out = run(c);
+    if (out.skipped) throw KernelDeclined("the kernel declined the call");
+    if (!out.failure.empty()) throw std::runtime_error(out.failure);
+    const auto y = std::find(out.names.begin(), out.names.end(), "y");
+    if (y == out.names.end()) throw std::runtime_error("the kernel returned no y");
+    return out.values[static_cast<size_t>(y - out.names.begin())];
+  };
+}
+
+}  // namespace normcheck::sections
