@@ -506,6 +506,70 @@ TEST(Serve, TheAxisAuditProbesAServedKernelAndNamesTheAxisOfAWrongGroupCount) {
   }
 }
 
+namespace {
+
+/// verdict per "<dtype> <generator> <output>" of the contracted records of a report.
+std::map<std::string, std::string> contracted_verdicts(const nlohmann::json& report) {
+  std::map<std::string, std::string> v;
+  for (const auto& r : report.at("qr_contraction").at("records"))
+    if (r.at("form") == "contracted")
+      v[r.at("storage").get<std::string>() + " " + r.at("property").get<std::string>() + " " + r.at("output").get<std::string>()] =
+          r.at("verdict");
+  return v;
+}
+
+/// Runs the contraction section on an external kernel; checks that every contracted record of the
+/// dtypes names the kernel and returns the report.
+nlohmann::json external_contraction(const std::string& kernel_flags, const std::string& name, int expected_exit) {
+  const fs::path out = scratch() / ("contraction_" + name + ".json");
+  const Outcome o = run_cli("run " + kernel_flags + " --ops qr_contraction --dtypes f32,f64 --contraction-cases 3 --out " + out.string());
+  EXPECT_EQ(o.exit_code, expected_exit) << o.out << o.err;
+  const nlohmann::json j = load_json(out);
+  for (const auto& r : j.at("qr_contraction").at("records"))
+    if (r.at("form") == "contracted") {
+      EXPECT_NE(r.at("kernel").get<std::string>().find(':'), std::string::npos) << r.dump();
+    }
+  return j;
+}
+
+/// The replay command of the first failing contracted record, run as printed from another directory.
+Outcome replay_first_failing_contraction(const nlohmann::json& report) {
+  for (const auto& r : report.at("qr_contraction").at("records"))
+    if (r.at("form") == "contracted" && r.at("verdict") == "fail")
+      return run_shell("cd / && " + std::string(NORMCHECK_BINARY) + r.at("worst_case").at("replay").get<std::string>().substr(9));
+  ADD_FAILURE() << "no failing contracted record";
+  return {-1, "", ""};
+}
+
+}  // namespace
+
+TEST(PluginAbiV2, TheContractedBlockIsJudgedThroughAVersion2PluginAndADivisorSlipIsCaught) {
+  nlohmann::json j = external_contraction("--kernel " + plugin_v2("good"), "v2_good", 0);
+  auto v = contracted_verdicts(j);
+  EXPECT_EQ(v.size(), 2u * 9u * 2u);  // f32, f64 x nine categories x f, dx
+  for (const auto& [key, verdict] : v) EXPECT_EQ(verdict, "pass") << key;
+  // |R xbar|^2 / k for / n: f and dx far outside the contraction bound in both dtypes.
+  j = external_contraction("--kernel " + plugin_v2("contracted_k_divisor"), "v2_k_divisor", 1);
+  v = contracted_verdicts(j);
+  for (const char* key : {"f32 accuracy/random f", "f32 accuracy/random dx", "f64 accuracy/random f"}) EXPECT_EQ(v[key], "fail") << key;
+  const Outcome replay = replay_first_failing_contraction(j);
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("kernel plugin:nc_v2_contracted_k_divisor"), std::string::npos) << replay.out;
+  EXPECT_NE(replay.out.find("replay reproduces the recorded worst element"), std::string::npos) << replay.out;
+}
+
+TEST(Serve, TheContractedBlockIsJudgedThroughServeModeAndADivisorSlipIsCaught) {
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const std::string server = kPython + " " + script("serve_numpy.py");
+  nlohmann::json j = external_contraction("--serve '" + server + "' --exec-name numpy", "serve_good", 0);
+  for (const auto& [key, verdict] : contracted_verdicts(j)) EXPECT_EQ(verdict, "pass") << key;
+  j = external_contraction("--serve '" + server + " --k-divisor' --exec-name numpy", "serve_k_divisor", 1);
+  EXPECT_EQ(contracted_verdicts(j)["f32 accuracy/random f"], "fail");
+  const Outcome replay = replay_first_failing_contraction(j);
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("kernel serve:numpy"), std::string::npos) << replay.out;
+}
+
 TEST(PluginAbiV2, AWrongGroupCountAndAWrongDeferredCorrectionAreCaught) {
   const fs::path out = scratch() / "v2_planted.json";
   Outcome o = run_cli("run --kernel " + plugin_v2("wrong_groups") + " --dtypes f32 --out " + out.string());

@@ -168,9 +168,33 @@ def compute_block(case_dir, m, bias_in_correction=False):
     store(out("dg"), (w * ((r * dy).T @ x)).sum(axis=0), dtype)
 
 
-def compute(case_dir, m, one_pass=False, wrong_groups=False, bias_in_correction=False):
+def compute_contracted(case_dir, m, k_divisor=False):
+    """The QR-contracted affine -> LayerNorm -> affine block (op contracted_block, serve mode): with
+    xbar = [x, 1], s = 1 / sqrt(|R xbar|^2 / n + eps), f = s D xbar + c and, for dy,
+    dx = s D^T dy - (s^3 / n) <dy, D xbar> R^T R xbar (first d entries). k_divisor plants the slip
+    of dividing by k, the rows of R, instead of the original width n."""
+    dtype, eps = m["dtype"], float(m["eps"])
+    path = lambda name: os.path.join(case_dir, m["inputs"][name])
+    out = lambda name: os.path.join(case_dir, m["outputs"][name])
+    x, D, R, c = (load(path(k), dtype) for k in ("x", "D", "R", "c"))
+    n = R.shape[0] if k_divisor else int(m["n"])
+    xbar = np.hstack([x, np.ones((x.shape[0], 1))])
+    p, q = xbar @ R.T, xbar @ D.T
+    s = 1.0 / np.sqrt((p * p).sum(axis=1, keepdims=True) / n + eps)
+    store(out("f"), s * q + c, dtype)
+    if "dy" not in m["inputs"]:
+        return
+    dy = load(path("dy"), dtype)
+    dot = (dy * q).sum(axis=1, keepdims=True)
+    dx = s * (dy @ D) - s ** 3 / n * dot * (p @ R)
+    store(out("dx"), dx[:, : x.shape[1]], dtype)
+
+
+def compute(case_dir, m, one_pass=False, wrong_groups=False, bias_in_correction=False, k_divisor=False):
     """Reads the inputs the manifest m names in case_dir and writes its outputs there."""
     dtype, op, eps = m["dtype"], m["op"], float(m["eps"])
+    if op == "contracted_block":
+        return compute_contracted(case_dir, m, k_divisor)
     if op == "grouped_norm":
         return compute_grouped(case_dir, m, wrong_groups)
     if op == "linear_rmsnorm":

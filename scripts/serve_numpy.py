@@ -8,10 +8,12 @@ Protocol: print {"ready": true} once started; then for every JSON request line o
 manifest plus "dir", the private folder holding the input .npy files) write the outputs into "dir"
 and answer one JSON line {"status": "ok" | "unsupported" | "error", "message": "..."} on stdout.
 Diagnostics go to stderr, never stdout. Ops: layernorm/rmsnorm forward and backward, grouped_norm
-(batch, group and instance norm on any layout) and linear_rmsnorm (the Linear o RMSNorm block in
-its fused deferred form: run with --block-form deferred). --one-pass plants the textbook
-E[x^2]-E[x]^2 variance; --wrong-groups plants a group norm over one group whatever G is;
---bias-in-correction plants <dy, y> for <dy, y - b> in the deferred backward.
+(batch, group, instance and channel-layer norm on any layout, layer norm and RMSNorm over the
+trailing axes), linear_rmsnorm (the Linear o RMSNorm block in its fused deferred form: run with
+--block-form deferred) and contracted_block (the QR-contracted affine -> LayerNorm -> affine
+block). --one-pass plants the textbook E[x^2]-E[x]^2 variance; --wrong-groups plants a group norm
+over one group whatever G is; --bias-in-correction plants <dy, y> for <dy, y - b> in the deferred
+backward; --k-divisor plants |R xbar|^2 / k for / n in the contracted block.
 """
 import json
 import os
@@ -25,11 +27,12 @@ def main():
     one_pass = "--one-pass" in sys.argv[1:]
     wrong_groups = "--wrong-groups" in sys.argv[1:]
     bias_in_correction = "--bias-in-correction" in sys.argv[1:]
+    k_divisor = "--k-divisor" in sys.argv[1:]
     print(json.dumps({"ready": True, "name": "numpy"}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            exec_example.compute(request["dir"], request, one_pass, wrong_groups, bias_in_correction)
+            exec_example.compute(request["dir"], request, one_pass, wrong_groups, bias_in_correction, k_divisor)
             reply = {"status": "ok"}
         except exec_example.Unsupported as e:
             reply = {"status": "unsupported", "message": str(e)}

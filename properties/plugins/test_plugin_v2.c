@@ -1,10 +1,13 @@
 /* Test plugins for ABI version 2 (include/normcheck/plugin.h): the six grouped norms (NC_GROUPED_NORM:
- * batch, group, instance, channel-layer norm, layer norm and RMSNorm over the last k axes) and the Linear o RMSNorm block in its fused deferred form (NC_LINEAR_RMSNORM),
+ * batch, group, instance, channel-layer norm, layer norm and RMSNorm over the last k axes), the
+ * QR-contracted block (NC_CONTRACTED_BLOCK) and the Linear o RMSNorm block in its fused deferred form (NC_LINEAR_RMSNORM),
  * f32 and f64, computed in double and rounded once, honouring shapes and strides. One source
  * compiled several ways (NC_BEHAVIOUR):
  *   V2_GOOD                correct
  *   V2_WRONG_GROUPS        group norm over one group whatever G is (a wrong G)
  *   V2_BIAS_IN_CORRECTION  the deferred backward's correction uses <dy, y> instead of <dy, y - b>
+ *   V2_CONTRACTED_K_DIVISOR the contracted block divides |R xbar|^2 by k, the rows of R, instead of
+ *                          the original width n (a natural slip: n is no longer a dimension of R)
  * It also serves the version 1 LayerNorm forward in f64, to show that one library carries both. */
 #include <math.h>
 #include <stdint.h>
@@ -17,6 +20,7 @@
 #define NC_BEHAVIOUR_V2_GOOD 0
 #define NC_BEHAVIOUR_V2_WRONG_GROUPS 1
 #define NC_BEHAVIOUR_V2_BIAS_IN_CORRECTION 2
+#define NC_BEHAVIOUR_V2_CONTRACTED_K_DIVISOR 3
 #ifndef NC_BEHAVIOUR
 #define NC_BEHAVIOUR NC_BEHAVIOUR_V2_GOOD
 #endif
@@ -207,9 +211,51 @@ static nc_status block(const nc_call* c, char* msg, size_t size) {
   return NC_OK;
 }
 
+/* The contracted block: xbar = [x; 1], s = 1 / sqrt(|R xbar|^2 / n + eps), f = s D xbar + c,
+ * dx = s D^T dy - (s^3 / n) <dy, D xbar> R^T R xbar (the first d entries), in double. */
+static nc_status contracted(const nc_call* c, char* msg, size_t size) {
+  const nc_tensor *x = &c->in[0], *D = &c->in[1], *R = &c->in[2], *cc = &c->in[3], *dy = &c->in[4];
+  const nc_dtype dt = c->dtype;
+  const int64_t rows = x->shape[0], d = x->shape[1], m = D->shape[0], k = R->shape[0];
+  const double n = NC_BEHAVIOUR == NC_BEHAVIOUR_V2_CONTRACTED_K_DIVISOR ? (double)k : (double)c->contraction_n;
+  double* buf = malloc((size_t)(k + m + d + 1) * sizeof(double));
+  if (!buf) {
+    snprintf(msg, size, "out of memory");
+    return NC_ERROR;
+  }
+  double *p = buf, *q = buf + k, *xbar = buf + k + m;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < d; ++j) xbar[j] = get(x, dt, r * d + j);
+    xbar[d] = 1.0;
+    double ss = 0;
+    for (int64_t l = 0; l < k; ++l) {
+      p[l] = 0;
+      for (int64_t j = 0; j <= d; ++j) p[l] += get(R, dt, l * (d + 1) + j) * xbar[j];
+      ss += p[l] * p[l];
+    }
+    const double s = 1.0 / sqrt(ss / n + c->eps);
+    double dot = 0; /* <dy, D xbar> */
+    for (int64_t i = 0; i < m; ++i) {
+      q[i] = 0;
+      for (int64_t j = 0; j <= d; ++j) q[i] += get(D, dt, i * (d + 1) + j) * xbar[j];
+      set(&c->out[0], dt, r * m + i, s * q[i] + get(cc, dt, i));
+      if (dy->data) dot += get(dy, dt, r * m + i) * q[i];
+    }
+    if (!dy->data) continue;
+    for (int64_t j = 0; j < d; ++j) {
+      double a = 0, b = 0; /* (D^T dy)_j, (R^T p)_j */
+      for (int64_t i = 0; i < m; ++i) a += get(D, dt, i * (d + 1) + j) * get(dy, dt, r * m + i);
+      for (int64_t l = 0; l < k; ++l) b += get(R, dt, l * (d + 1) + j) * p[l];
+      set(&c->out[1], dt, r * d + j, s * a - s * s * s / n * dot * b);
+    }
+  }
+  free(buf);
+  return NC_OK;
+}
+
 static int supports(uint32_t op, nc_dtype dtype) {
   if (op == NC_LAYERNORM_FORWARD) return dtype == NC_F64;
-  return (op == NC_GROUPED_NORM || op == NC_LINEAR_RMSNORM) && (dtype == NC_F32 || dtype == NC_F64);
+  return (op == NC_GROUPED_NORM || op == NC_LINEAR_RMSNORM || op == NC_CONTRACTED_BLOCK) && (dtype == NC_F32 || dtype == NC_F64);
 }
 
 /* The version 1 LayerNorm forward in f64 (two-pass), honouring the row strides. */
@@ -237,6 +283,7 @@ static nc_status run_call(const nc_call* c, char* msg, size_t size) {
     snprintf(msg, size, "unsupported");
     return NC_UNSUPPORTED;
   }
+  if (c->op == NC_CONTRACTED_BLOCK) return contracted(c, msg, size);
   return c->op == NC_GROUPED_NORM ? grouped(c, msg, size) : block(c, msg, size);
 }
 

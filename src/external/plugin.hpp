@@ -16,6 +16,7 @@ struct PluginInfo {
   int abi_version = 1;
   std::vector<std::pair<Op, DType>> supported;           ///< the version 1 ops
   std::vector<DType> grouped_dtypes, block_dtypes;       ///< ABI v2: NC_GROUPED_NORM, NC_LINEAR_RMSNORM
+  std::vector<DType> contraction_dtypes;                 ///< ABI v2: NC_CONTRACTED_BLOCK
   std::string block_form;                                ///< ABI v2: "composed" or "deferred"
   std::shared_ptr<PluginPool> pool;  ///< the persistent workers (the inspecting one among them)
 };

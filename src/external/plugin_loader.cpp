@@ -98,6 +98,7 @@ nc_status run_v2_call(const LoadedPlugin& p, const wire::Request& req, uint8_t* 
   c.channel_axis = req.channel_axis;
   c.groups = req.groups;
   c.normalized_dims = req.normalized_dims;
+  c.contraction_n = req.contraction_n;
   for (int k = 0; k < 6; ++k) c.in[k] = tensor_at(req.in[k], block);
   for (int k = 0; k < 7; ++k) c.out[k] = tensor_at(req.out[k], block);
   return p.v2->run_call(&c, rep.message, sizeof rep.message);

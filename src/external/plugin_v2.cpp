@@ -8,6 +8,7 @@
 #include "external/call_layout.hpp"
 #include "external/plugin_pool.hpp"
 #include "external/serve_block.hpp"
+#include "external/serve_contraction.hpp"
 #include "external/serve_grouped.hpp"
 #include "normcheck/plugin.h"
 
@@ -18,13 +19,15 @@ namespace {
 const std::map<std::string, int>& in_positions(uint32_t op) {
   static const std::map<std::string, int> grouped = {{"x", 0}, {"dy", 1}, {"gamma", 2}, {"beta", 3}, {"running_mean", 4}, {"running_var", 5}};
   static const std::map<std::string, int> block = {{"x", 0}, {"g", 1}, {"w", 2}, {"b", 3}, {"dy", 4}};
-  return op == NC_GROUPED_NORM ? grouped : block;
+  static const std::map<std::string, int> contracted = {{"x", 0}, {"D", 1}, {"R", 2}, {"c", 3}, {"dy", 4}};
+  return op == NC_GROUPED_NORM ? grouped : op == NC_LINEAR_RMSNORM ? block : contracted;
 }
 const std::map<std::string, int>& out_positions(uint32_t op) {
   static const std::map<std::string, int> grouped = {{"y", 0}, {"dx", 1}, {"dgamma", 2}, {"dbeta", 3},
                                                      {"running_mean", 4}, {"running_var", 5}, {"y_inference", 6}};
   static const std::map<std::string, int> block = {{"y", 0}, {"dx", 1}, {"dw", 2}, {"dg", 3}};
-  return op == NC_GROUPED_NORM ? grouped : block;
+  static const std::map<std::string, int> contracted = {{"f", 0}, {"dx", 1}};
+  return op == NC_GROUPED_NORM ? grouped : op == NC_LINEAR_RMSNORM ? block : contracted;
 }
 
 /// The wire tensor of a slot: rank, shape and element strides of its padded rows.
@@ -108,6 +111,24 @@ std::function<GroupedOutputs(const GroupedNormCase&)> plugin_grouped_kernel(cons
     req.groups = c.spec.groups;
     req.normalized_dims = c.spec.normalized_dims;
     return grouped_outputs_of(call, call_v2(*pool, call, req));
+  };
+}
+
+ContractedKernel plugin_contraction_kernel(const PluginInfo& info) {
+  const std::shared_ptr<PluginPool> pool = pool_of(info);
+  const std::vector<DType> dtypes = info.contraction_dtypes;
+  return [pool, dtypes](const ContractedBlock& k, const ContractionCase& c) {
+    if (std::find(dtypes.begin(), dtypes.end(), c.dtype) == dtypes.end()) {
+      AffineLnOutputs out;
+      out.skipped = true;
+      return out;
+    }
+    wire::Request req;
+    req.op = NC_CONTRACTED_BLOCK;
+    req.dtype = abi_dtype(c.dtype);
+    req.eps = k.eps;
+    req.contraction_n = k.n;
+    return contraction_outputs_of(call_v2(*pool, contraction_file_call(k, c), req));
   };
 }
 

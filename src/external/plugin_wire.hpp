@@ -25,8 +25,8 @@ struct Tensor {
 };
 
 /// The ops a worker is asked about, in the order of Reply::supports.
-inline constexpr uint32_t kInspectedOps[] = {0, 1, 2, 3, 16, 17};
-inline constexpr int kInspectedOpCount = 6;
+inline constexpr uint32_t kInspectedOps[] = {0, 1, 2, 3, 16, 17, 18};
+inline constexpr int kInspectedOpCount = 7;
 enum Status : int32_t { kOk = 0, kUnsupported = 1, kError = 2, kLoadFailed = 3 };
 
 struct Request {
@@ -41,7 +41,7 @@ struct Request {
   // kRunCall (ABI v2): op is the nc_call's op
   double momentum = 0;
   int32_t norm_kind = 0, channel_axis = 0, normalized_dims = 0;
-  int64_t groups = 1;
+  int64_t groups = 1, contraction_n = 0;
   Tensor in[6], out[7];
 };
 

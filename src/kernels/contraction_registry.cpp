@@ -18,7 +18,7 @@ AffineLnOutputs contracted(const ContractedBlock& k, const ContractionCase& c) {
   std::vector<S> f(static_cast<size_t>(c.rows * k.m)), dx(c.dy.empty() ? 0 : static_cast<size_t>(c.rows * k.d));
   kernels::contracted_forward<S, A>(args, x.data(), c.rows, f.data());
   if (!c.dy.empty()) kernels::contracted_backward<S, A>(args, x.data(), dy.data(), c.rows, dx.data());
-  return {to_double(f), to_double(dx)};
+  return {to_double(f), to_double(dx), "", false};
 }
 
 template <class S>
@@ -34,7 +34,7 @@ AffineLnOutputs original(const ContractionCase& c) {
   std::vector<S> f(static_cast<size_t>(c.rows * blk.m)), dx(c.dy.empty() ? 0 : static_cast<size_t>(c.rows * blk.d));
   kernels::affine_ln_affine_forward<S, A>(args, x.data(), c.rows, f.data());
   if (!c.dy.empty()) kernels::affine_ln_affine_backward<S, A>(args, x.data(), dy.data(), c.rows, dx.data());
-  return {to_double(f), to_double(dx)};
+  return {to_double(f), to_double(dx), "", false};
 }
 
 template <class F>

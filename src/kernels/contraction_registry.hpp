@@ -1,5 +1,6 @@
 #pragma once
 /// Type-erased contracted-block and original-block kernels for the four storage dtypes.
+#include <string>
 #include <vector>
 
 #include "contraction/converter.hpp"
@@ -10,6 +11,8 @@ namespace normcheck {
 /// Kernel results as exact doubles of storage values (dx empty when the case has no dy).
 struct AffineLnOutputs {
   std::vector<double> f, dx;
+  std::string failure;   ///< an external kernel crashed, hung or errored (no values)
+  bool skipped = false;  ///< an external kernel declined the call: not judged
 };
 
 /// The contracted block with the stored coefficients `k` on the case's inputs.

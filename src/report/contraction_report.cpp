@@ -8,7 +8,7 @@
 namespace normcheck {
 namespace {
 
-nlohmann::json record_json(const ContractionRecord& r, size_t index, const std::string& report_path) {
+nlohmann::json record_json(const ContractionSuiteConfig& cfg, const ContractionRecord& r, size_t index, const std::string& report_path) {
   nlohmann::json worst = nullptr;
   if (r.worst.case_index >= 0)
     worst = {{"case_index", r.worst.case_index},
@@ -28,7 +28,7 @@ nlohmann::json record_json(const ContractionRecord& r, size_t index, const std::
                       {"output", r.output},
                       {"bound_id", r.bound_id},
                       {"expectation", expectation_name(r.expectation)},
-                      {"verdict", verdict_name(r.cases, r.acc, r.failed(), false)},
+                      {"verdict", r.kernel_failures > 0 ? "kernel_failure" : verdict_name(r.cases, r.acc, r.failed(), false)},
                       {"cases", r.cases},
                       {"failed_cases", r.failed_cases},
                       {"rejected_cases", r.rejected_cases},
@@ -41,6 +41,11 @@ nlohmann::json record_json(const ContractionRecord& r, size_t index, const std::
                         {"required_max_err_ulps", kRequiredUlpFraction}}},
                       {"worst_case", worst}};
   j.update(accumulator_json(r.acc));
+  if (cfg.external && r.form == "contracted") {  // built-in records stay as they were
+    j["kernel"] = cfg.external->name;
+    j["expectation"] = cfg.external->report_only ? "report_only" : "must_pass";
+    j["kernel_failures"] = {{"cases", r.kernel_failures}, {"first", r.first_kernel_failure}};
+  }
   return j;
 }
 
@@ -61,13 +66,13 @@ std::vector<ContractionComparisonRow> contraction_comparison(const ContractionSu
 nlohmann::json contraction_suite_json(const ContractionSuiteConfig& cfg, const ContractionSuiteResult& r,
                                       const std::string& report_path) {
   nlohmann::json records = nlohmann::json::array(), comparison = nlohmann::json::array();
-  for (size_t i = 0; i < r.records.size(); ++i) records.push_back(record_json(r.records[i], i, report_path));
+  for (size_t i = 0; i < r.records.size(); ++i) records.push_back(record_json(cfg, r.records[i], i, report_path));
   for (const ContractionComparisonRow& row : contraction_comparison(r)) {
     nlohmann::json j = {{"dtype", std::string(dtype_info(row.dtype).name)}, {"form", row.form}, {"output", row.output}};
     j.update(accumulator_json(row.acc));
     comparison.push_back(j);
   }
-  return suite_section_json({cfg.dtypes, cfg.generators, cfg.cases_per_generator, cfg.seed, contraction_suite_passed(r),
+  return suite_section_json({cfg.dtypes, cfg.generators, cfg.cases_per_generator, cfg.seed, contraction_suite_passed(r, cfg.external && cfg.external->report_only),
                              r.cases_planned, r.cases_done},
                             std::move(records), std::move(comparison));
 }

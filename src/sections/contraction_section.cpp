@@ -1,14 +1,19 @@
 // The QR-contraction section ("qr_contraction"): the contracted block (R, D, c) judged against its
-// bound, the original affine -> LayerNorm -> affine block measured beside it.
+// bound (the built-in kernel, or one external kernel: ABI v2 plugin or serve), the original
+// affine -> LayerNorm -> affine block measured beside it.
 #include <cstdio>
 
 #include <fmt/format.h>
 
+#include "external/plugin.hpp"
+#include "external/plugin_v2.hpp"
+#include "external/serve_contraction.hpp"
 #include "nightly/merge_rules.hpp"
 #include "properties/contraction_generators.hpp"
 #include "report/contraction_report.hpp"
 #include "report/report.hpp"
 #include "report/terminal_summary.hpp"
+#include "sections/replay_external.hpp"
 #include "sections/replay_support.hpp"
 #include "sections/section_support.hpp"
 #include "sections/sections.hpp"
@@ -33,7 +38,14 @@ class ContractionRun final : public SectionRun {
     result_ = run_contraction_suite(cfg_);
   }
   int64_t cases_done() const override { return result_ ? result_->cases_done : 0; }
-  bool passed() const override { return result_ && contraction_suite_passed(*result_); }
+  bool passed() const override { return result_ && contraction_suite_passed(*result_, cfg_.external && cfg_.external->report_only); }
+  int64_t judged_external_elements() const override {
+    int64_t n = 0;
+    if (result_ && cfg_.external)
+      for (const ContractionRecord& rec : result_->records)
+        if (rec.form == "contracted") n += rec.acc.count() + rec.kernel_failures;
+    return n;
+  }
   bool complete() const override { return result_ && !result_->interrupted; }
   void write(json& report, const std::string& report_path) const override {
     if (result_) report[std::string(kKey)] = contraction_suite_json(cfg_, *result_, report_path);
@@ -46,6 +58,24 @@ class ContractionRun final : public SectionRun {
   ContractionSuiteConfig cfg_;
   std::optional<ContractionSuiteResult> result_;
 };
+
+/// The external contracted-block kernel: an ABI v2 plugin's (NC_CONTRACTED_BLOCK) or the serve
+/// command's (op contracted_block), one at a time; nullopt when --ops leaves the section out.
+std::optional<ContractionExternalKernel> external_contraction(const PlanInputs& in) {
+  const RunOptions& o = in.options;
+  const bool named = in.names_any({kKey});
+  if (!(o.ops.empty() || named)) return std::nullopt;
+  std::vector<ContractionExternalKernel> found;
+  for (const external::PluginInfo& p : in.external->plugins)
+    if (!p.contraction_dtypes.empty()) found.push_back({"plugin:" + p.name, external::plugin_contraction_kernel(p), o.report_only});
+  if (in.external->serve)
+    found.push_back({"serve:" + o.exec_name, external::serve_contraction_kernel(in.external->serve), o.report_only});
+  if (found.size() > 1) throw PlanError("more than one external contracted-block kernel (plugins, --serve): judge one at a time");
+  if (named && found.empty())
+    throw PlanError("--ops qr_contraction: no external kernel implements it (an ABI v2 plugin with NC_CONTRACTED_BLOCK, or --serve)");
+  if (found.empty()) return std::nullopt;
+  return found.front();
+}
 
 /// The record's case, regenerated from its seed and checked against the recorded shapes.
 ContractionCase contraction_case_of(const json& rec) {
@@ -65,7 +95,6 @@ class ContractionSection final : public Section {
   std::vector<std::string_view> ops() const override { return {kKey}; }
 
   std::unique_ptr<SectionRun> plan(const PlanInputs& in) const override {
-    if (!builtin_only(in, kKey)) return nullptr;
     const RunOptions& o = in.options;
     ContractionSuiteConfig cfg = *suite_contraction_config(o.suite);
     cfg.dtypes = in.common.dtypes;
@@ -77,6 +106,10 @@ class ContractionSection final : public Section {
     if (o.seed) cfg.seed = *o.seed;
     if (o.contraction_cases) cfg.cases_per_generator = *o.contraction_cases;
     cfg.threads = o.threads;
+    if (in.external) {
+      cfg.external = external_contraction(in);
+      return cfg.external && cfg.cases_per_generator > 0 ? std::make_unique<ContractionRun>(std::move(cfg)) : nullptr;
+    }
     if ((o.ops.empty() || in.names_any(ops())) && o.variants.empty() && cfg.cases_per_generator > 0)
       return std::make_unique<ContractionRun>(std::move(cfg));
     return nullptr;
@@ -102,15 +135,22 @@ class ContractionSection final : public Section {
   int replay(const ReplayOptions& o, int64_t index) const override {
     json rec;
     ContractionCase c;
+    std::optional<ContractedKernel> kernel;
     try {
       if (!o.dump.empty()) throw std::invalid_argument("--dump writes per-op records (--record) only; a contraction case is in the report's worst_case");
-      rec = record_with_worst_case(records(read_json_file(o.report)), index, "contraction record");
+      const json report = read_json_file(o.report);
+      rec = record_with_worst_case(records(report), index, "contraction record");
       c = contraction_case_of(rec);
+      if (rec.contains("kernel")) kernel = replay_contraction_kernel(report, rec, o);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "normcheck: error: %s\n", describe_input_error(o.report, e).c_str());
       return kExitBadInput;
     }
-    const ContractionJudgement j = judge_contraction(c);
+    const ContractionJudgement j = judge_contraction(c, kernel ? &*kernel : nullptr);
+    if (j.skipped) {
+      std::fprintf(stderr, "normcheck: error: the kernel declined the replayed case\n");
+      return kExitCheckFailed;
+    }
     const bool contracted = rec.at("form") == "contracted", is_f = rec.at("output") == "f";
     const OutputJudgement& out = contracted ? (is_f ? j.f : j.dx) : (is_f ? j.original_f : j.original_dx);
     std::printf("contraction record %lld: %s %s %s, output %s; case: generator %s, seed %llu, d %lld, n %lld, m %lld, rows %lld\n",
@@ -118,7 +158,12 @@ class ContractionSection final : public Section {
                 rec.at("property").get<std::string>().c_str(), out.output.c_str(), c.generator.c_str(),
                 static_cast<unsigned long long>(c.seed), static_cast<long long>(c.block.d), static_cast<long long>(c.block.n),
                 static_cast<long long>(c.block.m), static_cast<long long>(c.rows));
-    std::printf("oracle %d bits, certified error %.3g ulp\n", j.reference.precision_bits, j.reference.max_err_ulps);
+    std::printf("kernel %s; oracle %d bits, certified error %.3g ulp\n", rec.value("kernel", std::string("builtin")).c_str(),
+                j.reference.precision_bits, j.reference.max_err_ulps);
+    if (!out.kernel_failure.empty()) {
+      std::printf("kernel failure: %s\n", out.kernel_failure.c_str());
+      return kExitCheckFailed;
+    }
     // Per case: the element with the largest err/bound (contracted) or ULP error (original).
     return report_replay(out, rec.at("worst_case").at("element"));
   }

@@ -1,6 +1,8 @@
 #include "sections/replay_external.hpp"
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <fstream>
 #include <stdexcept>
 
@@ -13,6 +15,7 @@
 #include "external/plugin_v2.hpp"
 #include "external/serve.hpp"
 #include "external/serve_block.hpp"
+#include "external/serve_contraction.hpp"
 #include "external/serve_grouped.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
@@ -77,24 +80,48 @@ BlockKernelEntry replay_block_kernel(const nlohmann::json& report, const nlohman
   return external::serve_block_kernels(std::make_shared<external::ServePool>(e), spec.block_form, {dtype}).at(0);
 }
 
-std::function<GroupedOutputs(const GroupedNormCase&)> replay_grouped_kernel(const nlohmann::json& report, const nlohmann::json& rec,
-                                                                            const ReplayOptions& o) {
+namespace {
+
+/// Where an ABI v2 or serve record's kernel comes from: the plugin (given or recorded) that
+/// `provides` the record's op, or a serve pool on the given or recorded command.
+struct ExternalSource {
+  std::optional<external::PluginInfo> plugin;
+  std::shared_ptr<external::ServePool> serve;
+};
+
+ExternalSource external_source(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o, const char* what,
+                               const std::function<bool(const external::PluginInfo&)>& provides) {
   const ExternalSpecs spec = config_from_report(report).external;
   const std::string name = rec.at("kernel").get<std::string>();
   const double timeout_s = o.kernel_timeout.value_or(spec.timeout_s);
   if (name.rfind("plugin:", 0) == 0) {
     const std::vector<std::string> paths = o.plugin.empty() ? spec.plugins : std::vector<std::string>{o.plugin};
     for (const std::string& path : paths) {
-      const external::PluginInfo info = external::inspect_plugin(path, timeout_s, spec.serve_startup_s);
-      if ("plugin:" + info.name == name && !info.grouped_dtypes.empty()) return external::plugin_grouped_kernel(info);
+      external::PluginInfo info = external::inspect_plugin(path, timeout_s, spec.serve_startup_s);
+      if ("plugin:" + info.name == name && provides(info)) return {std::move(info), nullptr};
     }
-    throw std::invalid_argument("grouped record names " + name + " but no plugin given (--kernel LIB) or recorded provides it");
+    throw std::invalid_argument(fmt::format("{} record names {} but no plugin given (--kernel LIB) or recorded provides it", what, name));
   }
   const std::string command = o.serve.empty() ? spec.serve : o.serve;
   if (name.rfind("serve:", 0) != 0 || command.empty())
-    throw std::invalid_argument("grouped record names " + name + ": give the command with --serve 'CMD'");
+    throw std::invalid_argument(fmt::format("{} record names {}: give the command with --serve 'CMD'", what, name));
   const external::ExecSpec e{command, name.substr(6), timeout_s, spec.serve_startup_s};
-  return external::serve_grouped_kernel(std::make_shared<external::ServePool>(e));
+  return {std::nullopt, std::make_shared<external::ServePool>(e)};
+}
+
+}  // namespace
+
+std::function<GroupedOutputs(const GroupedNormCase&)> replay_grouped_kernel(const nlohmann::json& report, const nlohmann::json& rec,
+                                                                            const ReplayOptions& o) {
+  const ExternalSource src =
+      external_source(report, rec, o, "grouped", [](const external::PluginInfo& p) { return !p.grouped_dtypes.empty(); });
+  return src.plugin ? external::plugin_grouped_kernel(*src.plugin) : external::serve_grouped_kernel(src.serve);
+}
+
+ContractedKernel replay_contraction_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o) {
+  const ExternalSource src =
+      external_source(report, rec, o, "contraction", [](const external::PluginInfo& p) { return !p.contraction_dtypes.empty(); });
+  return src.plugin ? external::plugin_contraction_kernel(*src.plugin) : external::serve_contraction_kernel(src.serve);
 }
 
 KernelEntry replay_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o) {

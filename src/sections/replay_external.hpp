@@ -8,6 +8,7 @@
 #include "sections/options.hpp"
 #include "kernels/block_registry.hpp"
 #include "oracles/certified_layernorm.hpp"
+#include "suite/contraction_judge.hpp"
 #include "suite/grouped_judge.hpp"
 
 namespace normcheck::sections {
@@ -24,6 +25,9 @@ BlockKernelEntry replay_block_kernel(const nlohmann::json& report, const nlohman
 /// report's plugins, serve:NAME through --serve or the report's command). Throws std::invalid_argument.
 std::function<GroupedOutputs(const GroupedNormCase&)> replay_grouped_kernel(const nlohmann::json& report, const nlohmann::json& rec,
                                                                             const ReplayOptions& o);
+
+/// The external contracted-block kernel a contraction record names (the same sources as grouped records).
+ContractedKernel replay_contraction_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o);
 
 /// Writes the case into `dir` for debugging in the user's own environment: manifest.json (the exec
 /// protocol's, plus the record and the worst element), the inputs as .npy, the correctly rounded exact

@@ -31,20 +31,37 @@ oracle::StoredContraction stored_view(const ContractedBlock& k) {
   return {k.d, k.n, k.m, k.k, k.eps, k.D, k.R, k.c, k.R64};
 }
 
-ContractionJudgement judge_contraction(const ContractionCase& c) {
+/// Every output of a failed external call fails with the reason.
+OutputJudgement kernel_failure(const std::string& name, const std::string& why) {
+  OutputJudgement o;
+  o.output = name;
+  o.failed = true;
+  o.kernel_failure = why;
+  return o;
+}
+
+ContractionJudgement judge_contraction(const ContractionCase& c, const ContractedKernel* external) {
   ContractionJudgement j;
   j.contracted = contract_block(c.block, c.dtype);
+  const AffineLnOutputs got = external ? (*external)(j.contracted, c) : run_contracted(j.contracted, c);
+  if (got.skipped) {
+    j.skipped = true;
+    return j;
+  }
   const oracle::StoredContraction view = stored_view(j.contracted);
   j.coefficient_error = oracle::coefficient_error(c.block, view);
   const bool with_vjp = !c.dy.empty();
   j.reference = oracle::certified_affine_ln(c, with_vjp);
   const ContractionBound bound = contracted_bound(c, view, j.coefficient_error, j.reference, contraction_accum(c.dtype));
   const ContractionBound envelope = original_envelope(c, contraction_accum(c.dtype));
-  const AffineLnOutputs got = run_contracted(j.contracted, c), original = run_original(c);
-  j.f = judge_tensor("f", got.f, j.reference.f, bound.f, nullptr, c.dtype, 1.0);
+  const AffineLnOutputs original = run_original(c);
+  const auto judged = [&](const char* name, const std::vector<double>& v, const std::vector<CertifiedValue>& ref, const TensorBound& b) {
+    return got.failure.empty() ? judge_tensor(name, v, ref, b, nullptr, c.dtype, 1.0) : kernel_failure(name, got.failure);
+  };
+  j.f = judged("f", got.f, j.reference.f, bound.f);
   j.original_f = envelope_only("f", original.f, j.reference.f, envelope.f, c.dtype);
   if (with_vjp) {
-    j.dx = judge_tensor("dx", got.dx, j.reference.dx, bound.dx, nullptr, c.dtype, 1.0);
+    j.dx = judged("dx", got.dx, j.reference.dx, bound.dx);
     j.original_dx = envelope_only("dx", original.dx, j.reference.dx, envelope.dx, c.dtype);
   }
   return j;

@@ -75,8 +75,9 @@ ItemResult run_item(const ContractionSuiteConfig& cfg, const WorkItem& it, std::
                                    contraction_case_seed(cfg.seed, it.dtype, it.generator_index, it.case_index));
   bool failing = true;
   try {
-    r.judged = judge_contraction(r.c);
+    r.judged = judge_contraction(r.c, cfg.external ? &cfg.external->run : nullptr);
     failing = false;
+    if (r.judged->skipped) return r;
     for (const OutputJudgement* j : {&r.judged->f, &r.judged->dx})
       if (j->failed) journal(cfg, r, j, mu), failing = true;
   } catch (const ConversionError& e) {
@@ -96,6 +97,8 @@ void merge_one(ContractionRecord& rec, const ItemResult& item, const OutputJudge
   const oracle::CertifiedAffineLn& ref = item.judged->reference;
   if (!ref.certified) ++rec.uncertified_cases;
   if (j->failed) ++rec.failed_cases;
+  if (!j->kernel_failure.empty() && rec.kernel_failures++ == 0)
+    rec.first_kernel_failure = "case " + std::to_string(index) + " (" + item.c.generator + ", seed " + std::to_string(item.c.seed) + "): " + j->kernel_failure;
   rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, ref.max_err_ulps);
   rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, ref.precision_bits);
   if (rec.form == "contracted") {
@@ -142,6 +145,7 @@ ContractionSuiteResult run_contraction_suite(const ContractionSuiteConfig& cfg) 
     const size_t dt_index = dtype_position(cfg.dtypes, it.dtype);
     const size_t base = (dt_index * cfg.generators.size() + it.generator_index) * per_record_group;
     const ItemResult& item = *done[i];
+    if (item.judged && item.judged->skipped) continue;  // the external kernel declined: not judged
     const ContractionJudgement* j = item.judged ? &*item.judged : nullptr;
     merge_one(result.records[base + 0], item, j ? &j->f : nullptr, static_cast<int64_t>(i));
     merge_one(result.records[base + 1], item, j ? &j->dx : nullptr, static_cast<int64_t>(i));
@@ -152,9 +156,9 @@ ContractionSuiteResult run_contraction_suite(const ContractionSuiteConfig& cfg) 
   return result;
 }
 
-bool contraction_suite_passed(const ContractionSuiteResult& r) {
+bool contraction_suite_passed(const ContractionSuiteResult& r, bool report_only) {
   for (const ContractionRecord& rec : r.records)
-    if (rec.expectation == Expectation::must_pass && rec.failed()) return false;
+    if (rec.expectation == Expectation::must_pass && rec.failed() && !report_only) return false;
   return !r.interrupted;
 }
 

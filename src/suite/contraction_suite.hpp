@@ -4,14 +4,23 @@
 /// certified original block with the contraction bound, and the original block's own kernel in
 /// the same dtype is measured on the same inputs (report only).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/contraction_case.hpp"
+#include "suite/contraction_judge.hpp"
 #include "suite/runner.hpp"
 #include "suite/work_items.hpp"
 
 namespace normcheck {
+
+/// An external contracted-block kernel (ABI v2 plugin or serve) judged instead of the built-in one.
+struct ContractionExternalKernel {
+  std::string name;  ///< "plugin:<name>" or "serve:<name>"
+  ContractedKernel run;
+  bool report_only = false;
+};
 
 struct ContractionSuiteConfig {
   std::vector<DType> dtypes;
@@ -21,6 +30,7 @@ struct ContractionSuiteConfig {
   int threads = 1;
   std::string journal_path;  ///< failing cases appended as JSON lines (empty: none)
   ShardSpec shard;  ///< the slice of the dtypes this run does (one unit per dtype)
+  std::optional<ContractionExternalKernel> external;  ///< judged instead of the built-in contracted kernel
 };
 
 struct ContractionWorst {
@@ -36,6 +46,8 @@ struct ContractionRecord {
   std::string generator, form, output, bound_id;
   Expectation expectation = Expectation::must_pass;
   int64_t cases = 0, failed_cases = 0, rejected_cases = 0, uncertified_cases = 0;
+  int64_t kernel_failures = 0;  ///< external kernels: calls that crashed, hung or errored
+  std::string first_kernel_failure;
   ErrorAccumulator acc;
   double oracle_max_err_ulps = 0;
   int oracle_precision_bits = 0;
@@ -58,7 +70,7 @@ void validate_contraction_config(const ContractionSuiteConfig& cfg);
 ContractionSuiteResult run_contraction_suite(const ContractionSuiteConfig& cfg);
 
 /// Every must-pass (contracted) record passed and nothing was interrupted.
-bool contraction_suite_passed(const ContractionSuiteResult& r);
+bool contraction_suite_passed(const ContractionSuiteResult& r, bool report_only = false);
 
 /// Cases the config's shard plans.
 int64_t planned_cases(const ContractionSuiteConfig& cfg);
