@@ -10,6 +10,9 @@
 // backward and inference with global statistics, on the tensor copied to a plain (N, C, spatial)
 // buffer. oneDNN does not keep running statistics: the adapter updates them from oneDNN's batch mean
 // and (biased) variance, in double, rounded once. Group and instance norm are not in oneDNN 2.6.
+// Layer normalization over several axes (NC_LAYER_NORM over the last k axes, NC_CHANNEL_LAYER_NORM
+// over the channel axis): the tensor reordered to a plain (positions, normalized entries) matrix and
+// oneDNN's layer normalization on its rows, as a oneDNN user does it. RMSNorm: not in oneDNN 2.6.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cctype>
@@ -240,10 +243,99 @@ nc_status run_batch_norm(const nc_call* call) {
   return NC_OK;
 }
 
+/// Memory offsets of a tensor's elements visited with the axes in `order` (outermost first).
+std::vector<int64_t> offsets_in_order(const nc_tensor& t, const std::vector<int>& order) {
+  int64_t count = 1;
+  for (int k = 0; k < t.rank; ++k) count *= t.shape[k];
+  std::vector<int64_t> out(static_cast<size_t>(count)), coord(static_cast<size_t>(t.rank), 0);
+  for (int64_t e = 0; e < count; ++e) {
+    int64_t at = 0;
+    for (int k = 0; k < t.rank; ++k) at += coord[static_cast<size_t>(k)] * t.strides[k];
+    out[static_cast<size_t>(e)] = at;
+    for (int k = static_cast<int>(order.size()) - 1; k >= 0; --k) {
+      const int axis = order[static_cast<size_t>(k)];
+      if (++coord[static_cast<size_t>(axis)] < t.shape[axis]) break;
+      coord[static_cast<size_t>(axis)] = 0;
+    }
+  }
+  return out;
+}
+
+/// The elements at `offsets` as a plain buffer of the storage dtype, and back.
+Plain gather_offsets(const nc_tensor& t, nc_dtype dt, const std::vector<int64_t>& offsets) {
+  Plain p = empty_plain(dt, static_cast<int64_t>(offsets.size()));
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    if (dt == NC_F32) p.f32[i] = static_cast<const float*>(t.data)[offsets[i]];
+    else p.bf16[i] = static_cast<const uint16_t*>(t.data)[offsets[i]];
+  }
+  return p;
+}
+
+void scatter_offsets(const Plain& p, const nc_tensor& t, nc_dtype dt, const std::vector<int64_t>& offsets) {
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    if (dt == NC_F32) static_cast<float*>(t.data)[offsets[i]] = p.f32[i];
+    else static_cast<uint16_t*>(t.data)[offsets[i]] = p.bf16[i];
+  }
+}
+
+/// Layer normalization over several axes, as a oneDNN user does it: the tensor reordered to a plain
+/// (positions, normalized entries) matrix (layer norm over the last k axes: memory order; channel
+/// layer norm: the channel axis moved last), oneDNN's layer normalization on its rows (the version 1
+/// path), the results written back.
+nc_status run_layer_norm_axes(const nc_call* call) {
+  const nc_tensor& xt = call->in[0];
+  std::vector<int> order;
+  int normalized = call->normalized_dims;
+  if (call->kind == NC_CHANNEL_LAYER_NORM) {
+    for (int k = 0; k < xt.rank; ++k)
+      if (k != call->channel_axis) order.push_back(k);
+    order.push_back(call->channel_axis);
+    normalized = 1;
+  } else {
+    for (int k = 0; k < xt.rank; ++k) order.push_back(k);
+  }
+  int64_t width = 1;
+  for (int k = xt.rank - normalized; k < xt.rank; ++k) width *= xt.shape[order[static_cast<size_t>(k)]];
+  const std::vector<int64_t> at = offsets_in_order(xt, order);
+  const int64_t rows = static_cast<int64_t>(at.size()) / width;
+  std::vector<int> param_order;
+  for (int k = 0; k < call->in[2].rank; ++k) param_order.push_back(k);
+  // every tensor has its own padding: offsets per tensor
+  Plain x = gather_offsets(xt, call->dtype, at), dy = gather_offsets(call->in[1], call->dtype, offsets_in_order(call->in[1], order));
+  Plain g = gather_offsets(call->in[2], call->dtype, offsets_in_order(call->in[2], param_order));
+  Plain b = gather_offsets(call->in[3], call->dtype, offsets_in_order(call->in[3], param_order));
+  Plain y = empty_plain(call->dtype, rows * width), dx = empty_plain(call->dtype, rows * width);
+  Plain dg = empty_plain(call->dtype, width), db = empty_plain(call->dtype, width);
+  nc_norm_args a{};
+  a.dtype = call->dtype;
+  a.rows = rows;
+  a.n = width;
+  a.x_row_stride = a.y_row_stride = a.dy_row_stride = a.dx_row_stride = width;
+  a.eps = call->eps;
+  a.x = x.data();
+  a.gamma = g.data();
+  a.beta = b.data();
+  a.dy = dy.data();
+  a.y = y.data();
+  a.dx = dx.data();
+  a.dgamma = dg.data();
+  a.dbeta = db.data();
+  a.op = NC_LAYERNORM_FORWARD;
+  if (nc_status s = run_layernorm(&a); s != NC_OK) return s;
+  a.op = NC_LAYERNORM_BACKWARD;
+  if (nc_status s = run_layernorm(&a); s != NC_OK) return s;
+  scatter_offsets(y, call->out[0], call->dtype, offsets_in_order(call->out[0], order));
+  scatter_offsets(dx, call->out[1], call->dtype, offsets_in_order(call->out[1], order));
+  scatter_offsets(dg, call->out[2], call->dtype, offsets_in_order(call->out[2], param_order));
+  scatter_offsets(db, call->out[3], call->dtype, offsets_in_order(call->out[3], param_order));
+  return NC_OK;
+}
+
 nc_status run_call(const nc_call* call, char* message, size_t size) {
-  if (call->op != NC_GROUPED_NORM || call->kind != NC_BATCH_NORM || !supports(call->op, call->dtype)) return NC_UNSUPPORTED;
+  const bool layer_norm = call->kind == NC_LAYER_NORM || call->kind == NC_CHANNEL_LAYER_NORM;
+  if (call->op != NC_GROUPED_NORM || !(call->kind == NC_BATCH_NORM || layer_norm) || !supports(call->op, call->dtype)) return NC_UNSUPPORTED;
   try {
-    return run_batch_norm(call);
+    return layer_norm ? run_layer_norm_axes(call) : run_batch_norm(call);
   } catch (const dnnl::error& e) {
     if (e.status == dnnl_unimplemented) return NC_UNSUPPORTED;
     std::snprintf(message, size, "oneDNN: %s", e.what());

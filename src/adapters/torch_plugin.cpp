@@ -4,7 +4,8 @@
 // backward by hand from the same ops), and the grouped norms (NC_GROUPED_NORM): native_batch_norm
 // (training, its backward, the running-statistic update, inference mode), native_group_norm and
 // instance norm as ATen computes it (batch norm over the (1, N*C, ...) view), each with its native
-// backward, on the caller's strided tensors with the channel axis moved to position 1.
+// backward, on the caller's strided tensors with the channel axis moved to position 1, and layer
+// norm over the last k axes (native_layer_norm with a k-axis normalized_shape).
 // ATen runs with one intra-op thread for reproducibility (its bf16 reductions depend on the thread
 // count). f16 is unimplemented for these CPU kernels in 1.13: unsupported (skipped).
 #include <ATen/ATen.h>
@@ -93,8 +94,29 @@ void store(const nc_tensor& out, nc_dtype dt, const at::Tensor& value, int64_t a
   view(out, dt).copy_(axis >= 0 ? value.movedim(1, axis) : value);
 }
 
-/// Batch, group or instance norm with ATen's native kernels and their native backward.
-void grouped(const nc_call* c) {
+/// Layer norm over the last normalized_dims axes: native_layer_norm with that normalized_shape
+/// (elementwise gamma, beta shaped like those axes) and its native backward.
+void trailing_layer_norm(const nc_call* c) {
+  const at::Tensor x = view(c->in[0], c->dtype).contiguous(), dy = view(c->in[1], c->dtype).contiguous();
+  const at::Tensor g = view(c->in[2], c->dtype).contiguous(), b = view(c->in[3], c->dtype).contiguous();
+  const std::vector<int64_t> normalized(x.sizes().end() - c->normalized_dims, x.sizes().end());
+  auto [y, mean, rstd] = at::native_layer_norm(x, normalized, g, b, c->eps);
+  auto [dx, dg, db] = at::native_layer_norm_backward(dy, x, normalized, mean, rstd, g, b, {true, true, true});
+  store(c->out[0], c->dtype, y);
+  store(c->out[1], c->dtype, dx);
+  store(c->out[2], c->dtype, dg);
+  store(c->out[3], c->dtype, db);
+}
+
+/// Batch, group or instance norm with ATen's native kernels and their native backward; layer
+/// norm over trailing axes with native_layer_norm. ATen 1.13 has no native channel layer norm or
+/// RMSNorm kernel (users compose them; scripts/serve_torch.py judges the composed forms): declined.
+bool grouped(const nc_call* c) {
+  if (c->kind == NC_LAYER_NORM) {
+    trailing_layer_norm(c);
+    return true;
+  }
+  if (c->kind != NC_BATCH_NORM && c->kind != NC_GROUP_NORM && c->kind != NC_INSTANCE_NORM) return false;
   const int64_t axis = c->channel_axis;
   const at::Tensor x = view(c->in[0], c->dtype).movedim(axis, 1).contiguous();
   const at::Tensor dy = view(c->in[1], c->dtype).movedim(axis, 1).contiguous();
@@ -107,7 +129,7 @@ void grouped(const nc_call* c) {
     store(c->out[1], c->dtype, dx, axis);
     store(c->out[2], c->dtype, dg);
     store(c->out[3], c->dtype, db);
-    return;
+    return true;
   }
   if (c->kind == NC_INSTANCE_NORM) {  // ATen's instance_norm: batch norm over (1, N*C, ...)
     std::vector<int64_t> shape = x.sizes().vec();
@@ -120,7 +142,7 @@ void grouped(const nc_call* c) {
     store(c->out[1], c->dtype, dx.reshape(x.sizes()), axis);
     store(c->out[2], c->dtype, dg.reshape({n, channels}).sum(0));
     store(c->out[3], c->dtype, db.reshape({n, channels}).sum(0));
-    return;
+    return true;
   }
   const at::Tensor rm = view(c->in[4], c->dtype).clone(), rv = view(c->in[5], c->dtype).clone();
   const at::Tensor rm0 = rm.clone(), rv0 = rv.clone();
@@ -134,14 +156,14 @@ void grouped(const nc_call* c) {
   store(c->out[4], c->dtype, rm);
   store(c->out[5], c->dtype, rv);
   store(c->out[6], c->dtype, yi, axis);
+  return true;
 }
 
 nc_status run_call(const nc_call* c, char* message, size_t size) {
   if (!supports(c->op, c->dtype) || c->op != NC_GROUPED_NORM) return NC_UNSUPPORTED;
   try {
     at::set_num_threads(1);
-    grouped(c);
-    return NC_OK;
+    return grouped(c) ? NC_OK : NC_UNSUPPORTED;
   } catch (const std::exception& e) {
     const std::string what = e.what();
     std::snprintf(message, size, "libtorch: %s", what.substr(0, what.find('\n')).c_str());
