@@ -1,5 +1,7 @@
 #include "report/block_report.hpp"
 
+#include "report/record_header.hpp"
+
 #include <cmath>
 
 #include "core/bounds.hpp"
@@ -22,19 +24,15 @@ nlohmann::json block_worst_json(const BlockRecord& r, size_t index, const std::s
 }
 
 nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::string& report_path) {
-  nlohmann::json j = {{"op", "linear_rmsnorm"},
-                      {"variant", r.variant},
-                      {"storage", std::string(dtype_info(r.storage).name)},
-                      {"accum", std::string(dtype_info(r.accum).name)},
+  RecordHeader h{"linear_rmsnorm", r.storage, r.accum, r.output, r.bound_id, r.expectation,
+                 record_verdict(r.kernel_failures, verdict_name(r.cases, r.acc, r.failed(), r.known_weak)), r.cases, r.failed_cases,
+                 r.uncertified_cases, std::nullopt};
+  if (r.kernel != "builtin")  // built-in records stay as they were
+    h.external = ExternalRecordIdentity{r.kernel, std::nullopt, r.kernel_failures, r.first_kernel_failure};
+  nlohmann::json j = record_header_json(h);
+  j.update({{"variant", r.variant},
                       {"property", "accuracy/" + r.generator},
-                      {"output", r.output},
-                      {"bound_id", r.bound_id},
-                      {"expectation", expectation_name(r.expectation)},
                       {"known_weak", r.known_weak},
-                      {"verdict", r.kernel_failures > 0 ? "kernel_failure" : verdict_name(r.cases, r.acc, r.failed(), r.known_weak)},
-                      {"cases", r.cases},
-                      {"failed_cases", r.failed_cases},
-                      {"uncertified_cases", r.uncertified_cases},
                       {"regimes",
                        {{"worst_case", regime_names(r.acc.worst_regime())},
                         {"cancellation_elements", r.acc.regime_count(0)},
@@ -44,13 +42,9 @@ nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::
                        {{"precision_bits", r.oracle_precision_bits},
                         {"certified_max_err_ulps", r.oracle_max_err_ulps},
                         {"required_max_err_ulps", kRequiredUlpFraction}}},
-                      {"worst_case", block_worst_json(r, index, report_path)}};
+                      {"worst_case", block_worst_json(r, index, report_path)}});
   j.update(accumulator_json(r.acc));
   j["points"] = case_points_json(r.points);
-  if (r.kernel != "builtin") {  // built-in records stay as they were
-    j["kernel"] = r.kernel;
-    j["kernel_failures"] = {{"cases", r.kernel_failures}, {"first", r.first_kernel_failure}};
-  }
   return j;
 }
 

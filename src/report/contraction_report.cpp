@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "report/case_json.hpp"
+#include "report/record_header.hpp"
 #include "report/report.hpp"
 
 namespace normcheck {
@@ -20,32 +21,24 @@ nlohmann::json record_json(const ContractionSuiteConfig& cfg, const ContractionR
              {"rows", r.worst.rows},
              {"element", worst_element_json(r.worst.element, r.output == "f" ? r.worst.m : r.worst.d)},
              {"replay", replay_command_line(report_path, "contraction-record", static_cast<int64_t>(index))}};
-  nlohmann::json j = {{"op", "qr_contraction"},
-                      {"form", r.form},
-                      {"storage", std::string(dtype_info(r.storage).name)},
-                      {"accum", std::string(dtype_info(r.accum).name)},
+  RecordHeader h{"qr_contraction", r.storage, r.accum, r.output, r.bound_id, r.expectation,
+                 record_verdict(r.kernel_failures, verdict_name(r.cases, r.acc, r.failed(), false)), r.cases, r.failed_cases,
+                 r.uncertified_cases, std::nullopt};
+  if (cfg.external && r.form == "contracted")  // built-in records stay as they were
+    h.external = ExternalRecordIdentity{cfg.external->name, cfg.external->report_only ? Expectation::report_only : Expectation::must_pass,
+                                        r.kernel_failures, r.first_kernel_failure};
+  nlohmann::json j = record_header_json(h);
+  j.update({{"form", r.form},
                       {"property", "accuracy/" + r.generator},
-                      {"output", r.output},
-                      {"bound_id", r.bound_id},
-                      {"expectation", expectation_name(r.expectation)},
-                      {"verdict", r.kernel_failures > 0 ? "kernel_failure" : verdict_name(r.cases, r.acc, r.failed(), false)},
-                      {"cases", r.cases},
-                      {"failed_cases", r.failed_cases},
                       {"rejected_cases", r.rejected_cases},
-                      {"uncertified_cases", r.uncertified_cases},
                       {"coefficient_error", {{"max_abs_dD_over_max_abs_D", r.max_coefficient_rel_D},
                                              {"max_abs_dG_over_max_abs_TtT", r.max_coefficient_rel_G}}},
                       {"oracle",
                        {{"precision_bits", r.oracle_precision_bits},
                         {"certified_max_err_ulps", r.oracle_max_err_ulps},
                         {"required_max_err_ulps", kRequiredUlpFraction}}},
-                      {"worst_case", worst}};
+                      {"worst_case", worst}});
   j.update(accumulator_json(r.acc));
-  if (cfg.external && r.form == "contracted") {  // built-in records stay as they were
-    j["kernel"] = cfg.external->name;
-    j["expectation"] = cfg.external->report_only ? "report_only" : "must_pass";
-    j["kernel_failures"] = {{"cases", r.kernel_failures}, {"first", r.first_kernel_failure}};
-  }
   return j;
 }
 

@@ -1,5 +1,7 @@
 #include "report/report.hpp"
 
+#include "report/record_header.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -82,14 +84,13 @@ nlohmann::json worst_case_json(const RunConfig& cfg, const Record& r, size_t rec
 
 nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, const std::string& path) {
   const ErrorAccumulator& a = r.acc;
-  nlohmann::json j = {{"op", std::string(op_name(r.key.op))},
-          {"kernel", r.key.kernel},
+  RecordHeader h{std::string(op_name(r.key.op)), r.key.storage, r.key.accum, r.key.output, r.bound_id, r.expectation,
+                 verdict(r), r.cases, r.failed_cases, r.uncertified_cases, std::nullopt};
+  if (is_external_kernel_name(r.key.kernel)) h.external = ExternalRecordIdentity{r.key.kernel, std::nullopt, r.kernel_failures, r.first_kernel_failure};
+  nlohmann::json j = record_header_json(h);
+  j.update({{"kernel", r.key.kernel},
           {"variant", r.key.variant},
-          {"storage", std::string(dtype_info(r.key.storage).name)},
-          {"accum", std::string(dtype_info(r.key.accum).name)},
           {"property", r.key.property},
-          {"output", r.key.output},
-          {"bound_id", r.bound_id},
           {"own_bound_id", r.own_bound_id},
           {"own_bound",
            {{"max_bound_ratio", json_number(r.own.max_rigor_ratio())},
@@ -104,19 +105,12 @@ nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, 
             {"eps_vanishes_elements", a.regime_count(3)},
             {"own_overflow_predicted", r.own.regime_count(1)},
             {"own_overflow_survived", r.own.overflow_survived()}}},
-          {"expectation", expectation_name(r.expectation)},
           {"known_weak", r.known_weak},
-          {"verdict", verdict(r)},
-          {"cases", r.cases},
-          {"failed_cases", r.failed_cases},
-          {"uncertified_cases", r.uncertified_cases},
           {"oracle",
            {{"precision_bits", r.oracle_precision_bits},
             {"certified_max_err_ulps", r.oracle_max_err_ulps},
             {"required_max_err_ulps", kRequiredUlpFraction}}},
-          {"worst_case", worst_case_json(cfg, r, index, path)}};
-  if (is_external_kernel_name(r.key.kernel))
-    j["kernel_failures"] = {{"cases", r.kernel_failures}, {"first", r.first_kernel_failure}};
+          {"worst_case", worst_case_json(cfg, r, index, path)}});
   j.update(accumulator_json(a));
   j["bias"] = bias_json(r.bias);
   j["points"] = case_points_json(r.points);

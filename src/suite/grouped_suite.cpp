@@ -7,6 +7,7 @@
 
 #include "properties/grouped_generators.hpp"
 #include "report/case_json.hpp"
+#include "report/record_header.hpp"
 #include "report/report.hpp"
 #include "suite/grouped_judge.hpp"
 #include "suite/work_items.hpp"
@@ -132,18 +133,18 @@ nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSu
   nlohmann::json records = nlohmann::json::array(), dtypes = nlohmann::json::array();
   for (const GroupedRecord& rec : r.records) {
     const std::string replay = replay_command_line(report_path, "grouped-record", static_cast<int64_t>(records.size()));
-    nlohmann::json j = {
-        {"op", "grouped_norm"},
+    const DType accum = dtype_info(rec.storage).default_accum;
+    const std::string pair = std::string(dtype_info(rec.storage).name) + "/" + std::string(dtype_info(accum).name) + "]";
+    RecordHeader h{"grouped_norm", rec.storage, accum, rec.output,
+                   (rec.kind == audit::NormKind::rms_norm ? "GROUPED-RMS-SEQ[" : "GROUPED-TWOPASS-SEQ[") + pair, std::nullopt,
+                   record_verdict(rec.kernel_failures, verdict_name(rec.cases, rec.acc, rec.failed(), false)), rec.cases,
+                   rec.failed_cases, rec.uncertified_cases, std::nullopt};
+    if (cfg.external)  // built-in records stay as they were
+      h.external = ExternalRecordIdentity{cfg.external->name, cfg.external->report_only ? Expectation::report_only : Expectation::must_pass,
+                                          rec.kernel_failures, rec.first_kernel_failure};
+    nlohmann::json j = record_header_json(h);
+    j.update({
         {"kind", std::string(audit::kind_name(rec.kind))},
-        {"storage", std::string(dtype_info(rec.storage).name)},
-        {"accum", std::string(dtype_info(dtype_info(rec.storage).default_accum).name)},
-        {"output", rec.output},
-        {"bound_id", std::string(rec.kind == audit::NormKind::rms_norm ? "GROUPED-RMS-SEQ[" : "GROUPED-TWOPASS-SEQ[") + std::string(dtype_info(rec.storage).name) + "/" +
-                         std::string(dtype_info(dtype_info(rec.storage).default_accum).name) + "]"},
-        {"verdict", rec.kernel_failures > 0 ? "kernel_failure" : verdict_name(rec.cases, rec.acc, rec.failed(), false)},
-        {"cases", rec.cases},
-        {"failed_cases", rec.failed_cases},
-        {"uncertified_cases", rec.uncertified_cases},
         {"oracle_precision_bits", rec.oracle_precision_bits},
         {"worst_case",
          {{"case_seed", std::to_string(rec.worst_seed)},
@@ -151,13 +152,8 @@ nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSu
           {"shape", rec.worst_tensor.shape},
           {"element", worst_element_json(rec.worst, 0)},
           {"regenerate", "gen::make_grouped_case(kind, layout, dtype, case_seed)"},
-          {"replay", replay}}}};
+          {"replay", replay}}}});
     j.update(accumulator_json(rec.acc));
-    if (cfg.external) {  // built-in records stay as they were
-      j["kernel"] = cfg.external->name;
-      j["expectation"] = cfg.external->report_only ? "report_only" : "must_pass";
-      j["kernel_failures"] = {{"cases", rec.kernel_failures}, {"first", rec.first_kernel_failure}};
-    }
     records.push_back(j);
   }
   for (DType d : cfg.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
