@@ -14,6 +14,11 @@ CertifiedLayerNorm certified_layernorm(const LayerNormCase& c, bool with_vjp) {
       {evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150, evaluate_layernorm_mpfi400}, c, with_vjp);
 }
 
+CertifiedLayerNormJvp certified_layernorm_jvp(const LayerNormCase& c, const LayerNormTangents& t) {
+  return escalate_until_accepted<CertifiedLayerNormJvp>(
+      {evaluate_layernorm_jvp_mpfi50, evaluate_layernorm_jvp_mpfi150, evaluate_layernorm_jvp_mpfi400}, c, t);
+}
+
 CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
   return escalate_until_accepted<CertifiedRmsBlock>(
       {evaluate_rms_block_mpfi50, evaluate_rms_block_mpfi150, evaluate_rms_block_mpfi400}, c);

@@ -24,6 +24,23 @@ struct CertifiedLayerNorm {
   int64_t undecided_roundings = 0;
 };
 
+/// The certified JVP du = gamma r (dx - mean(dx) - z mean(z dx)) + z dgamma + dbeta (rows*n) of a
+/// case along tangents, with the statistics of its rows.
+struct CertifiedLayerNormJvp {
+  std::vector<CertifiedValue> du;
+  int precision_bits = 0;
+  double max_err_ulps = 0, max_rel_err = 0;
+  bool certified = false;
+  int64_t undecided_roundings = 0;
+};
+
+CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi50(const LayerNormCase& c, const LayerNormTangents& t);
+CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi150(const LayerNormCase& c, const LayerNormTangents& t);
+CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi400(const LayerNormCase& c, const LayerNormTangents& t);
+
+/// Certified JVP, escalating 168 -> 500 -> 1330 bits like certified_layernorm.
+CertifiedLayerNormJvp certified_layernorm_jvp(const LayerNormCase& c, const LayerNormTangents& t);
+
 /// Evaluates at 50 decimal digits (MPFI, about 168 bits).
 CertifiedLayerNorm evaluate_layernorm_mpfi50(const LayerNormCase& c, bool with_vjp);
 /// Evaluates at 150 decimal digits (MPFI, about 500 bits).

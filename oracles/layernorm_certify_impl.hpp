@@ -65,6 +65,21 @@ CertifiedLayerNorm evaluate(const LayerNormCase& c, bool with_vjp, int precision
   return out;
 }
 
+template <class Interval>
+CertifiedLayerNormJvp evaluate_jvp(const LayerNormCase& c, const LayerNormTangents& t, int precision_bits) {
+  std::vector<Interval> du;
+  layernorm_jvp(c, to_real<Interval>(t.dx), to_real<Interval>(t.dgamma), to_real<Interval>(t.dbeta), du);
+  CertifiedLayerNorm acc;  // collects the max error over outputs
+  CertifiedLayerNormJvp out;
+  out.precision_bits = precision_bits;
+  out.du = certify_all(du, c.dtype, acc);
+  out.max_err_ulps = acc.max_err_ulps;
+  out.max_rel_err = acc.max_rel_err;
+  out.undecided_roundings = acc.undecided_roundings;
+  out.certified = acc.max_err_ulps <= kRequiredUlpFraction;
+  return out;
+}
+
 /// The RMSNorm view of a LayerNorm case: gain g = gamma, no linear layer.
 inline RmsBlockCase rms_case_of(const LayerNormCase& c) {
   RmsBlockCase r;
@@ -152,6 +167,9 @@ int mpfi_bits() {
   namespace normcheck::oracle {                                                                 \
   CertifiedLayerNorm evaluate_layernorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {    \
     return detail::evaluate<detail::MpfiInterval<Digits>>(c, with_vjp, detail::mpfi_bits<Digits>()); \
+  }                                                                                             \
+  CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi##Digits(const LayerNormCase& c, const LayerNormTangents& t) { \
+    return detail::evaluate_jvp<detail::MpfiInterval<Digits>>(c, t, detail::mpfi_bits<Digits>());    \
   }                                                                                             \
   CertifiedLayerNorm evaluate_rmsnorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {      \
     return detail::evaluate_rms<detail::MpfiInterval<Digits>>(c, with_vjp, detail::mpfi_bits<Digits>()); \

@@ -570,6 +570,55 @@ TEST(Serve, TheContractedBlockIsJudgedThroughServeModeAndADivisorSlipIsCaught) {
   EXPECT_NE(replay.out.find("kernel serve:numpy"), std::string::npos) << replay.out;
 }
 
+namespace {
+
+/// verdict per "<dtype> <generator>" of a report's layernorm_jvp section, and its replay command of
+/// the first failing record.
+std::map<std::string, std::string> jvp_verdicts(const nlohmann::json& report, std::string* first_failing_replay = nullptr) {
+  std::map<std::string, std::string> v;
+  for (const auto& r : report.at("layernorm_jvp").at("records")) {
+    if (r.at("cases").get<int64_t>() == 0) continue;
+    v[r.at("storage").get<std::string>() + " " + r.at("property").get<std::string>()] = r.at("verdict");
+    if (first_failing_replay && first_failing_replay->empty() && r.at("verdict") == "fail")
+      *first_failing_replay = r.at("worst_case").at("replay").get<std::string>();
+  }
+  return v;
+}
+
+nlohmann::json external_jvp_run(const std::string& kernel_flags, const std::string& name, int expected_exit) {
+  const fs::path out = scratch() / ("jvp_" + name + ".json");
+  const Outcome o = run_cli("run " + kernel_flags + " --ops layernorm_jvp --dtypes f32,f64 --jvp-cases 2 --out " + out.string());
+  EXPECT_EQ(o.exit_code, expected_exit) << o.out << o.err;
+  return load_json(out);
+}
+
+}  // namespace
+
+TEST(PluginAbiV2, TheLayerNormJvpIsJudgedThroughAVersion2PluginAndAMissingTangentTermIsCaught) {
+  nlohmann::json j = external_jvp_run("--kernel " + plugin_v2("good"), "v2_good", 0);
+  auto v = jvp_verdicts(j);
+  EXPECT_EQ(v.size(), 2u * 11u);  // f32, f64 x the eleven row generators
+  for (const auto& [key, verdict] : v) EXPECT_EQ(verdict, "pass") << key;
+  EXPECT_EQ(j.at("layernorm_jvp").at("records").at(0).at("kernel"), "plugin:nc_v2_good");
+  j = external_jvp_run("--kernel " + plugin_v2("jvp_no_dgamma"), "v2_no_dgamma", 1);
+  std::string replay;
+  v = jvp_verdicts(j, &replay);
+  for (const char* key : {"f32 accuracy/normal", "f64 accuracy/normal"}) EXPECT_EQ(v[key], "fail") << key;
+  const Outcome r = run_shell("cd / && " + std::string(NORMCHECK_BINARY) + replay.substr(9));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("plugin:nc_v2_jvp_no_dgamma"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("replay reproduces the recorded worst element"), std::string::npos) << r.out;
+}
+
+TEST(Serve, TheLayerNormJvpIsJudgedThroughServeModeAndAMissingTangentTermIsCaught) {
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const std::string server = kPython + " " + script("serve_numpy.py");
+  nlohmann::json j = external_jvp_run("--serve '" + server + "' --exec-name numpy", "serve_good", 0);
+  for (const auto& [key, verdict] : jvp_verdicts(j)) EXPECT_EQ(verdict, "pass") << key;
+  j = external_jvp_run("--serve '" + server + " --jvp-no-dgamma' --exec-name numpy", "serve_no_dgamma", 1);
+  EXPECT_EQ(jvp_verdicts(j)["f32 accuracy/normal"], "fail");
+}
+
 TEST(PluginAbiV2, AWrongGroupCountAndAWrongDeferredCorrectionAreCaught) {
   const fs::path out = scratch() / "v2_planted.json";
   Outcome o = run_cli("run --kernel " + plugin_v2("wrong_groups") + " --dtypes f32 --out " + out.string());

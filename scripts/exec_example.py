@@ -190,9 +190,26 @@ def compute_contracted(case_dir, m, k_divisor=False):
     store(out("dx"), dx[:, : x.shape[1]], dtype)
 
 
-def compute(case_dir, m, one_pass=False, wrong_groups=False, bias_in_correction=False, k_divisor=False):
+def compute_jvp(case_dir, m, no_dgamma=False):
+    """The LayerNorm JVP (op layernorm_jvp, serve mode): du = gamma r (dx - mean(dx) - z mean(z dx))
+    + z dgamma + dbeta along the tangents dx, dgamma, dbeta. no_dgamma plants the slip of dropping
+    the z dgamma term."""
+    dtype, eps = m["dtype"], float(m["eps"])
+    path = lambda name: os.path.join(case_dir, m["inputs"][name])
+    x, g, tx, tg, tb = (load(path(k), dtype) for k in ("x", "gamma", "dx", "dgamma", "dbeta"))
+    d = x - x.mean(axis=1, keepdims=True)
+    r = 1.0 / np.sqrt((d * d).mean(axis=1, keepdims=True) + eps)
+    z = d * r
+    q = r * (tx - tx.mean(axis=1, keepdims=True) - z * (z * tx).mean(axis=1, keepdims=True))
+    du = g * q + (0.0 if no_dgamma else z * tg) + tb
+    store(os.path.join(case_dir, m["outputs"]["du"]), du, dtype)
+
+
+def compute(case_dir, m, one_pass=False, wrong_groups=False, bias_in_correction=False, k_divisor=False, no_dgamma=False):
     """Reads the inputs the manifest m names in case_dir and writes its outputs there."""
     dtype, op, eps = m["dtype"], m["op"], float(m["eps"])
+    if op == "layernorm_jvp":
+        return compute_jvp(case_dir, m, no_dgamma)
     if op == "contracted_block":
         return compute_contracted(case_dir, m, k_divisor)
     if op == "grouped_norm":

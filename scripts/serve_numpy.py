@@ -10,10 +10,11 @@ and answer one JSON line {"status": "ok" | "unsupported" | "error", "message": "
 Diagnostics go to stderr, never stdout. Ops: layernorm/rmsnorm forward and backward, grouped_norm
 (batch, group, instance and channel-layer norm on any layout, layer norm and RMSNorm over the
 trailing axes), linear_rmsnorm (the Linear o RMSNorm block in its fused deferred form: run with
---block-form deferred) and contracted_block (the QR-contracted affine -> LayerNorm -> affine
-block). --one-pass plants the textbook E[x^2]-E[x]^2 variance; --wrong-groups plants a group norm
+--block-form deferred), contracted_block (the QR-contracted affine -> LayerNorm -> affine
+block) and layernorm_jvp (the LayerNorm JVP). --one-pass plants the textbook E[x^2]-E[x]^2 variance; --wrong-groups plants a group norm
 over one group whatever G is; --bias-in-correction plants <dy, y> for <dy, y - b> in the deferred
-backward; --k-divisor plants |R xbar|^2 / k for / n in the contracted block.
+backward; --k-divisor plants |R xbar|^2 / k for / n in the contracted block; --jvp-no-dgamma drops
+the JVP's z dgamma term.
 """
 import json
 import os
@@ -28,11 +29,12 @@ def main():
     wrong_groups = "--wrong-groups" in sys.argv[1:]
     bias_in_correction = "--bias-in-correction" in sys.argv[1:]
     k_divisor = "--k-divisor" in sys.argv[1:]
+    no_dgamma = "--jvp-no-dgamma" in sys.argv[1:]
     print(json.dumps({"ready": True, "name": "numpy"}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         try:
-            exec_example.compute(request["dir"], request, one_pass, wrong_groups, bias_in_correction, k_divisor)
+            exec_example.compute(request["dir"], request, one_pass, wrong_groups, bias_in_correction, k_divisor, no_dgamma)
             reply = {"status": "ok"}
         except exec_example.Unsupported as e:
             reply = {"status": "unsupported", "message": str(e)}

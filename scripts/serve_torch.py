@@ -5,7 +5,8 @@ RMSNorm composed from torch ops as models write it, x * rsqrt(mean(x^2) + eps) *
 norms of the grouped suite (op grouped_norm): F.batch_norm (training forward and backward, the
 running-statistic update, inference from the statistics before it), F.group_norm and
 F.instance_norm, F.layer_norm over the last k axes, RMSNorm over the last k axes composed from ops,
-channel layer norm as ConvNeXt writes it, on NCHW, NHWC and (N, L, C) tensors, and the Linear o RMSNorm block composed from
+channel layer norm as ConvNeXt writes it, on NCHW, NHWC and (N, L, C) tensors, the LayerNorm JVP
+through forward-mode AD (torch.autograd.forward_ad on F.layer_norm), and the Linear o RMSNorm block composed from
 RMSNorm and F.linear (op linear_rmsnorm, --block-form composed). f32, bf16 and f64 on the CPU; what torch
 1.13 does not implement on the CPU (f16, some bf16 ops) answers "unsupported".
 
@@ -125,10 +126,24 @@ def block(d, m):
     store(out("dg"), g.grad, dtype)
 
 
+def jvp(d, m):
+    """The LayerNorm JVP through torch's forward-mode AD: F.layer_norm on dual tensors
+    (torch.autograd.forward_ad), tangents dx, dgamma, dbeta."""
+    import torch.autograd.forward_ad as fwad
+    dtype, eps = m["dtype"], float(m["eps"])
+    path = lambda name: os.path.join(d, m["inputs"][name])
+    x, g, b, tx, tg, tb = (load(path(k), dtype) for k in ("x", "gamma", "beta", "dx", "dgamma", "dbeta"))
+    with fwad.dual_level():
+        y = torch.nn.functional.layer_norm(fwad.make_dual(x, tx), (x.shape[-1],), fwad.make_dual(g, tg), fwad.make_dual(b, tb), eps)
+        store(os.path.join(d, m["outputs"]["du"]), fwad.unpack_dual(y).tangent, dtype)
+
+
 def compute(d, m):
     dtype, op, eps = m["dtype"], m["op"], float(m["eps"])
     if dtype not in DTYPES:
         raise Unsupported(f"{op} in {dtype}")
+    if op == "layernorm_jvp":
+        return jvp(d, m)
     if op == "grouped_norm":
         return grouped(d, m)
     if op == "linear_rmsnorm":

@@ -1,6 +1,6 @@
 /* Test plugins for ABI version 2 (include/normcheck/plugin.h): the six grouped norms (NC_GROUPED_NORM:
  * batch, group, instance, channel-layer norm, layer norm and RMSNorm over the last k axes), the
- * QR-contracted block (NC_CONTRACTED_BLOCK) and the Linear o RMSNorm block in its fused deferred form (NC_LINEAR_RMSNORM),
+ * QR-contracted block (NC_CONTRACTED_BLOCK), the LayerNorm JVP (NC_LAYERNORM_JVP) and the Linear o RMSNorm block in its fused deferred form (NC_LINEAR_RMSNORM),
  * f32 and f64, computed in double and rounded once, honouring shapes and strides. One source
  * compiled several ways (NC_BEHAVIOUR):
  *   V2_GOOD                correct
@@ -8,6 +8,7 @@
  *   V2_BIAS_IN_CORRECTION  the deferred backward's correction uses <dy, y> instead of <dy, y - b>
  *   V2_CONTRACTED_K_DIVISOR the contracted block divides |R xbar|^2 by k, the rows of R, instead of
  *                          the original width n (a natural slip: n is no longer a dimension of R)
+ *   V2_JVP_NO_DGAMMA       the LayerNorm JVP forgets the z dgamma term (the tangent of the scale)
  * It also serves the version 1 LayerNorm forward in f64, to show that one library carries both. */
 #include <math.h>
 #include <stdint.h>
@@ -21,6 +22,7 @@
 #define NC_BEHAVIOUR_V2_WRONG_GROUPS 1
 #define NC_BEHAVIOUR_V2_BIAS_IN_CORRECTION 2
 #define NC_BEHAVIOUR_V2_CONTRACTED_K_DIVISOR 3
+#define NC_BEHAVIOUR_V2_JVP_NO_DGAMMA 4
 #ifndef NC_BEHAVIOUR
 #define NC_BEHAVIOUR NC_BEHAVIOUR_V2_GOOD
 #endif
@@ -253,9 +255,42 @@ static nc_status contracted(const nc_call* c, char* msg, size_t size) {
   return NC_OK;
 }
 
+/* The LayerNorm JVP: du = gamma r (dx - mean(dx) - z mean(z dx)) + z dgamma + dbeta, in double. */
+static nc_status jvp(const nc_call* c, char* msg, size_t size) {
+  const nc_tensor *x = &c->in[0], *g = &c->in[1], *tx = &c->in[3], *tg = &c->in[4], *tb = &c->in[5];
+  const nc_dtype dt = c->dtype;
+  const int64_t rows = x->shape[0], n = x->shape[1];
+  double* z = malloc((size_t)n * sizeof(double));
+  if (!z) {
+    snprintf(msg, size, "out of memory");
+    return NC_ERROR;
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    double mean = 0, var = 0, mt = 0, mzt = 0;
+    for (int64_t j = 0; j < n; ++j) mean += get(x, dt, i * n + j);
+    mean /= (double)n;
+    for (int64_t j = 0; j < n; ++j) var += (get(x, dt, i * n + j) - mean) * (get(x, dt, i * n + j) - mean);
+    const double r = 1.0 / sqrt(var / (double)n + c->eps);
+    for (int64_t j = 0; j < n; ++j) {
+      z[j] = (get(x, dt, i * n + j) - mean) * r;
+      mt += get(tx, dt, i * n + j);
+      mzt += z[j] * get(tx, dt, i * n + j);
+    }
+    mt /= (double)n;
+    mzt /= (double)n;
+    for (int64_t j = 0; j < n; ++j) {
+      const double dgamma_term = NC_BEHAVIOUR == NC_BEHAVIOUR_V2_JVP_NO_DGAMMA ? 0.0 : z[j] * get(tg, dt, j);
+      set(&c->out[0], dt, i * n + j, get(g, dt, j) * r * (get(tx, dt, i * n + j) - mt - z[j] * mzt) + dgamma_term + get(tb, dt, j));
+    }
+  }
+  free(z);
+  return NC_OK;
+}
+
 static int supports(uint32_t op, nc_dtype dtype) {
   if (op == NC_LAYERNORM_FORWARD) return dtype == NC_F64;
-  return (op == NC_GROUPED_NORM || op == NC_LINEAR_RMSNORM || op == NC_CONTRACTED_BLOCK) && (dtype == NC_F32 || dtype == NC_F64);
+  return (op == NC_GROUPED_NORM || op == NC_LINEAR_RMSNORM || op == NC_CONTRACTED_BLOCK || op == NC_LAYERNORM_JVP) &&
+         (dtype == NC_F32 || dtype == NC_F64);
 }
 
 /* The version 1 LayerNorm forward in f64 (two-pass), honouring the row strides. */
@@ -284,6 +319,7 @@ static nc_status run_call(const nc_call* c, char* msg, size_t size) {
     return NC_UNSUPPORTED;
   }
   if (c->op == NC_CONTRACTED_BLOCK) return contracted(c, msg, size);
+  if (c->op == NC_LAYERNORM_JVP) return jvp(c, msg, size);
   return c->op == NC_GROUPED_NORM ? grouped(c, msg, size) : block(c, msg, size);
 }
 

@@ -37,8 +37,9 @@ void add_run_options(CLI::App& run, RunOptions& o) {
       ->delimiter(',');
   run.add_option("--contraction-cases", o.contraction_cases, "QR-contraction cases per generator and dtype")
       ->check(CLI::Range(1, 100000));
-  run.add_option("--grouped-cases", o.grouped_cases, "batch/group/instance norm cases per kind, layout and dtype")
+  run.add_option("--grouped-cases", o.grouped_cases, "grouped-norm cases per kind, layout and dtype")
       ->check(CLI::Range(1, 100000));
+  run.add_option("--jvp-cases", o.jvp_cases, "LayerNorm JVP cases per row generator and dtype")->check(CLI::Range(1, 100000));
   run.add_option("--kernel", o.plugins, "a kernel plugin (.so, include/normcheck/plugin.h) to judge instead of the built-ins");
   run.add_option("--exec", o.exec, "a command implementing the exec protocol ({dir}: the case directory), judged instead of the built-ins");
   run.add_flag("--report-only", o.report_only,

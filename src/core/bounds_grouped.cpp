@@ -50,14 +50,6 @@ void group_as_row(const GroupedNormCase& c, const oracle::GroupedNormLayout& l, 
   rref.rstd_rad = {ref.rstd_rad[g]};
 }
 
-void finish(TensorBound& t, size_t k, const Em& v, const CertifiedValue& ref, const EmArith& a) {
-  const double exact = upper_abs(ref);
-  const bool over = v.over || reaches(exact + v.err, a.max_s);
-  t.regime[k] = output_regime(exact, v.mag, a.storage) | (over ? kRegimeOverflow : 0);
-  t.bound[k] = over ? kInf : with_store(exact, v.err, a.u);
-  set_envelope(t, k, v, a.u);
-}
-
 /// An oracle statistic as a pair: |exact| <= upper, computed error e, |computed| <= hat.
 Em statistic(double mid, double rad, double e, double hat) {
   return {(std::fabs(mid) + rad) * (1 + kRel), e, !std::isfinite(e), hat};
@@ -92,14 +84,14 @@ void running_stats_bound(const GroupedNormCase& c, const oracle::CertifiedGroupe
     const RowError& r = rows[ch];
     const Em mean = statistic(ref.mean[ch], ref.mean_rad[ch], r.e_mu, hats[ch].mean);
     const Em rm = a.add(a.mul(keep_pair, EmArith::exact(c.running_mean[ch])), a.mul(mom_pair, mean));
-    finish(out.running_mean, ch, rm, ref.running_mean[ch], a);
+    finish_element(out.running_mean, ch, rm, ref.running_mean[ch], a);
     const int64_t n = counts[ch];
     const double unbias_exact = n > 1 ? static_cast<double>(n) / static_cast<double>(n - 1) : 1.0;
     const double unbias_err = n > 1 ? unbias_exact * (1 + kRel) * division_error(n - 1, a.u) + a.u.eta_a : 0.0;
     const Em unbias{unbias_exact * (1 + kRel), unbias_err, false, unbias_exact * (1 + kRel) + unbias_err};
     const Em var = statistic(ref.var[ch], ref.var_rad[ch], r.e_v, hats[ch].var);
     const Em rv = a.add(a.mul(keep_pair, EmArith::exact(c.running_var[ch])), a.mul(mom_pair, a.mul(var, unbias)));
-    finish(out.running_var, ch, rv, ref.running_var[ch], a);
+    finish_element(out.running_var, ch, rv, ref.running_var[ch], a);
   }
 }
 
@@ -121,7 +113,7 @@ void inference_bound(const GroupedNormCase& c, const oracle::GroupedNormLayout& 
     const int64_t ch = l.param_of[e];
     const Em d = a.add(EmArith::exact(c.x[e]), EmArith::exact(c.running_mean[ch]));
     const Em y = a.add(a.mul(a.mul(d, r[ch]), EmArith::exact(c.gamma[ch])), EmArith::exact(c.beta[ch]));
-    finish(out.y_inference, e, y, ref.y_inference[e], a);
+    finish_element(out.y_inference, e, y, ref.y_inference[e], a);
   }
 }
 
@@ -182,9 +174,9 @@ GroupedBound grouped_norm_bound(const GroupedNormCase& c, const oracle::GroupedN
     for (int64_t ch = 0; ch < l.params; ++ch) {
       const double sum_gamma = gamma_k(static_cast<double>(per_channel[ch] - 1), u.ua);
       const int64_t terms = per_channel[ch];
-      finish(out.dgamma, ch, {dg_mag[ch], dg_err[ch] + sum_gamma * dg_mag[ch], !std::isfinite(dg_err[ch]), sum_hat(dg_hat[ch], terms, u)},
+      finish_element(out.dgamma, ch, {dg_mag[ch], dg_err[ch] + sum_gamma * dg_mag[ch], !std::isfinite(dg_err[ch]), sum_hat(dg_hat[ch], terms, u)},
              ref.dgamma[ch], a);
-      if (l.centred) finish(out.dbeta, ch, {db_mag[ch], sum_gamma * db_mag[ch], false, sum_hat(db_mag[ch], terms, u)}, ref.dbeta[ch], a);
+      if (l.centred) finish_element(out.dbeta, ch, {db_mag[ch], sum_gamma * db_mag[ch], false, sum_hat(db_mag[ch], terms, u)}, ref.dbeta[ch], a);
     }
   }
   if (l.batch_norm) {

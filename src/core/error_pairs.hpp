@@ -61,4 +61,14 @@ inline void set_envelope(TensorBound& t, size_t k, const Em& v, const Units& u) 
   t.env_radius[k] = std::isfinite(v.hat) ? stored_hat(v.hat, u) : kInf;
 }
 
+/// Element k of an output from its tracked pair: the regime, the bound with the final store to the
+/// dtype (void when an intermediate or the result may overflow), the envelope.
+inline void finish_element(TensorBound& t, size_t k, const Em& v, const CertifiedValue& ref, const EmArith& a) {
+  const double exact = upper_abs(ref);
+  const bool over = v.over || reaches(exact + v.err, a.max_s);
+  t.regime[k] = output_regime(exact, v.mag, a.storage) | (over ? kRegimeOverflow : 0);
+  t.bound[k] = over ? kInf : with_store(exact, v.err, a.u);
+  set_envelope(t, k, v, a.u);
+}
+
 }  // namespace normcheck::bounds_detail

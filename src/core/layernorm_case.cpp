@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -71,6 +72,19 @@ uint64_t case_digest(const LayerNormCase& c) {
   mix_values(h, c.beta);
   mix_values(h, c.dy);
   return h;
+}
+
+}  // namespace normcheck
+
+namespace normcheck {
+
+std::optional<std::string> validate_tangents(const LayerNormCase& c, const LayerNormTangents& t) {
+  const auto rn = static_cast<size_t>(c.rows * c.n), n = static_cast<size_t>(c.n);
+  for (const auto& [v, want, name] : {std::tuple{&t.dx, rn, "tangent dx"}, {&t.dgamma, n, "tangent dgamma"}, {&t.dbeta, n, "tangent dbeta"}}) {
+    if (v->size() != want) return fmt::format("shape mismatch: {} has {} values, expected {}", name, v->size(), want);
+    if (auto err = check_values(*v, name, c.dtype)) return err;
+  }
+  return std::nullopt;
 }
 
 }  // namespace normcheck

@@ -22,6 +22,15 @@ struct LayerNormCase {
   uint64_t seed = 0;          ///< case seed the generator was called with
 };
 
+/// The tangents of a LayerNorm JVP along (x, gamma, beta): dx (rows*n), dgamma and dbeta (n each),
+/// exact values of the case's dtype.
+struct LayerNormTangents {
+  std::vector<double> dx, dgamma, dbeta;
+};
+
+/// One clear line when the tangents do not fit the case (sizes, non-finite or unrepresentable values).
+std::optional<std::string> validate_tangents(const LayerNormCase& c, const LayerNormTangents& t);
+
 /// Checks shapes, eps > 0, finiteness and representability; returns one line describing the
 /// first problem, or nullopt when the case is valid. `need_dy` demands a cotangent.
 std::optional<std::string> validate_case(const LayerNormCase& c, bool need_dy);

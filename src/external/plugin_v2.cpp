@@ -9,6 +9,7 @@
 #include "external/plugin_pool.hpp"
 #include "external/serve_block.hpp"
 #include "external/serve_contraction.hpp"
+#include "external/serve_jvp.hpp"
 #include "external/serve_grouped.hpp"
 #include "normcheck/plugin.h"
 
@@ -20,14 +21,16 @@ const std::map<std::string, int>& in_positions(uint32_t op) {
   static const std::map<std::string, int> grouped = {{"x", 0}, {"dy", 1}, {"gamma", 2}, {"beta", 3}, {"running_mean", 4}, {"running_var", 5}};
   static const std::map<std::string, int> block = {{"x", 0}, {"g", 1}, {"w", 2}, {"b", 3}, {"dy", 4}};
   static const std::map<std::string, int> contracted = {{"x", 0}, {"D", 1}, {"R", 2}, {"c", 3}, {"dy", 4}};
-  return op == NC_GROUPED_NORM ? grouped : op == NC_LINEAR_RMSNORM ? block : contracted;
+  static const std::map<std::string, int> jvp = {{"x", 0}, {"gamma", 1}, {"beta", 2}, {"dx", 3}, {"dgamma", 4}, {"dbeta", 5}};
+  return op == NC_GROUPED_NORM ? grouped : op == NC_LINEAR_RMSNORM ? block : op == NC_CONTRACTED_BLOCK ? contracted : jvp;
 }
 const std::map<std::string, int>& out_positions(uint32_t op) {
   static const std::map<std::string, int> grouped = {{"y", 0}, {"dx", 1}, {"dgamma", 2}, {"dbeta", 3},
                                                      {"running_mean", 4}, {"running_var", 5}, {"y_inference", 6}};
   static const std::map<std::string, int> block = {{"y", 0}, {"dx", 1}, {"dw", 2}, {"dg", 3}};
   static const std::map<std::string, int> contracted = {{"f", 0}, {"dx", 1}};
-  return op == NC_GROUPED_NORM ? grouped : op == NC_LINEAR_RMSNORM ? block : contracted;
+  static const std::map<std::string, int> jvp = {{"du", 0}};
+  return op == NC_GROUPED_NORM ? grouped : op == NC_LINEAR_RMSNORM ? block : op == NC_CONTRACTED_BLOCK ? contracted : jvp;
 }
 
 /// The wire tensor of a slot: rank, shape and element strides of its padded rows.
@@ -129,6 +132,19 @@ ContractedKernel plugin_contraction_kernel(const PluginInfo& info) {
     req.eps = k.eps;
     req.contraction_n = k.n;
     return contraction_outputs_of(call_v2(*pool, contraction_file_call(k, c), req));
+  };
+}
+
+JvpKernel plugin_jvp_kernel(const PluginInfo& info) {
+  const std::shared_ptr<PluginPool> pool = pool_of(info);
+  const std::vector<DType> dtypes = info.jvp_dtypes;
+  return [pool, dtypes](const LayerNormCase& c, const LayerNormTangents& t) {
+    if (std::find(dtypes.begin(), dtypes.end(), c.dtype) == dtypes.end()) return JvpOutputs{{}, "", true};
+    wire::Request req;
+    req.op = NC_LAYERNORM_JVP;
+    req.dtype = abi_dtype(c.dtype);
+    req.eps = c.eps;
+    return jvp_outputs_of(call_v2(*pool, jvp_file_call(c, t), req));
   };
 }
 

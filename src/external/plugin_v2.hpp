@@ -9,6 +9,7 @@
 #include "kernels/block_registry.hpp"
 #include "suite/contraction_judge.hpp"
 #include "suite/grouped_judge.hpp"
+#include "suite/jvp_suite.hpp"
 
 namespace normcheck::external {
 
@@ -17,6 +18,9 @@ std::function<GroupedOutputs(const GroupedNormCase&)> plugin_grouped_kernel(cons
 
 /// The contracted-block kernel of a plugin that supports NC_CONTRACTED_BLOCK (dtypes it lacks come back skipped).
 ContractedKernel plugin_contraction_kernel(const PluginInfo& info);
+
+/// The LayerNorm JVP kernel of a plugin that supports NC_LAYERNORM_JVP (dtypes it lacks come back skipped).
+JvpKernel plugin_jvp_kernel(const PluginInfo& info);
 
 /// One block kernel per dtype the plugin supports NC_LINEAR_RMSNORM in, judged by its declared form.
 std::vector<BlockKernelEntry> plugin_block_kernels(const PluginInfo& info);

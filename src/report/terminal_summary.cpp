@@ -149,6 +149,25 @@ void print_grouped_summary(const GroupedSuiteResult& r) {
                   rec.first_kernel_failure.c_str());
 }
 
+void print_jvp_summary(const JvpSuiteResult& r) {
+  std::printf("\nLayerNorm JVP (du along tangents of x, gamma, beta) against the certified JVP, LN-JVP-TWOPASS-SEQ:\n");
+  std::printf("%s\n", fmt::format("{:<5} {:<16} {:<24} {:>5} {:>9} {:>10} {:>10} {:>11} {:>8}", "dtype", "kernel", "generator", "cases",
+                                  "elements", "max ulp", "err/bound", "violations", "verdict")
+                          .c_str());
+  for (const JvpRecord& rec : r.records) {
+    if (rec.cases == 0) continue;
+    std::printf("%s\n", fmt::format("{:<5} {:<16} {:<24} {:>5} {:>9} {:>10.4g} {:>10.4g} {:>11} {:>8}", dtype_info(rec.storage).name,
+                                    rec.kernel, rec.generator, rec.cases, rec.acc.count(), rec.acc.max_ulp(),
+                                    std::max(0.0, rec.acc.max_bound_ratio()), rec.acc.bound_violations(),
+                                    rec.kernel_failures > 0 ? "failure" : verdict_name(rec.cases, rec.acc, rec.failed(), rec.known_weak))
+                            .c_str());
+  }
+  for (const JvpRecord& rec : r.records)
+    if (rec.kernel_failures > 0)
+      std::printf("kernel failure: %s %s %s, %lld calls failed; first: %s\n", rec.kernel.c_str(), dtype_info(rec.storage).name.data(),
+                  rec.generator.c_str(), static_cast<long long>(rec.kernel_failures), rec.first_kernel_failure.c_str());
+}
+
 void print_audit_summary(const std::vector<audit::AuditRecord>& records) {
   int64_t correct = 0, correct_ok = 0, planted = 0, caught = 0, coincide = 0, unexpected = 0;
   for (const audit::AuditRecord& r : records) {

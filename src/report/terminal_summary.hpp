@@ -6,6 +6,7 @@
 #include "suite/block_suite.hpp"
 #include "suite/contraction_suite.hpp"
 #include "suite/grouped_suite.hpp"
+#include "suite/jvp_suite.hpp"
 #include "suite/runner.hpp"
 
 namespace normcheck {
@@ -24,5 +25,6 @@ void print_audit_summary(const std::vector<audit::AuditRecord>& records);
 
 /// Prints the grouped-normalization suite per dtype, kind and output.
 void print_grouped_summary(const GroupedSuiteResult& r);
+void print_jvp_summary(const JvpSuiteResult& r);
 
 }  // namespace normcheck

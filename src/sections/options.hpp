@@ -17,7 +17,7 @@ struct RunOptions {
   std::string suite = "default";
   std::vector<std::string> ops, variants, dtypes, generators, block_generators, contraction_generators;
   std::optional<uint64_t> seed;
-  std::optional<int> cases, block_cases, contraction_cases, grouped_cases;
+  std::optional<int> cases, block_cases, contraction_cases, grouped_cases, jvp_cases;
   std::vector<std::string> plugins;  ///< --kernel: plugin libraries to judge
   double kernel_timeout = 10;        ///< seconds per plugin or exec call
   std::string exec, exec_name = "exec";  ///< --exec: a command implementing the exec protocol

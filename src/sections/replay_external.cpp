@@ -16,6 +16,7 @@
 #include "external/serve.hpp"
 #include "external/serve_block.hpp"
 #include "external/serve_contraction.hpp"
+#include "external/serve_jvp.hpp"
 #include "external/serve_grouped.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
@@ -122,6 +123,11 @@ ContractedKernel replay_contraction_kernel(const nlohmann::json& report, const n
   const ExternalSource src =
       external_source(report, rec, o, "contraction", [](const external::PluginInfo& p) { return !p.contraction_dtypes.empty(); });
   return src.plugin ? external::plugin_contraction_kernel(*src.plugin) : external::serve_contraction_kernel(src.serve);
+}
+
+JvpKernel replay_jvp_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o) {
+  const ExternalSource src = external_source(report, rec, o, "JVP", [](const external::PluginInfo& p) { return !p.jvp_dtypes.empty(); });
+  return src.plugin ? external::plugin_jvp_kernel(*src.plugin) : external::serve_jvp_kernel(src.serve);
 }
 
 KernelEntry replay_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o) {

@@ -10,6 +10,7 @@
 #include "oracles/certified_layernorm.hpp"
 #include "suite/contraction_judge.hpp"
 #include "suite/grouped_judge.hpp"
+#include "suite/jvp_suite.hpp"
 
 namespace normcheck::sections {
 
@@ -28,6 +29,9 @@ std::function<GroupedOutputs(const GroupedNormCase&)> replay_grouped_kernel(cons
 
 /// The external contracted-block kernel a contraction record names (the same sources as grouped records).
 ContractedKernel replay_contraction_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o);
+
+/// The external JVP kernel a JVP record names (the same sources as grouped records).
+JvpKernel replay_jvp_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o);
 
 /// Writes the case into `dir` for debugging in the user's own environment: manifest.json (the exec
 /// protocol's, plus the record and the worst element), the inputs as .npy, the correctly rounded exact

@@ -7,7 +7,8 @@ namespace normcheck::sections {
 const Section& per_op_section();       ///< LayerNorm/RMSNorm forward and backward records (top level)
 const Section& block_section();        ///< the Linear o RMSNorm block ("rms_block")
 const Section& contraction_section();  ///< the QR contraction ("qr_contraction")
-const Section& grouped_section();      ///< batch, group and instance norm ("grouped_norm")
+const Section& grouped_section();      ///< the grouped norms ("grouped_norm")
+const Section& jvp_section();          ///< the LayerNorm JVP ("layernorm_jvp")
 const Section& budget_section();       ///< the port-Hamiltonian norm budget ("port_hamiltonian")
 const Section& audit_section();        ///< the normalization-axis audits ("axis_audit")
 

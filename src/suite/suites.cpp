@@ -1,7 +1,10 @@
 #include "suite/suites.hpp"
 
+#include <algorithm>
+
 #include "properties/block_generators.hpp"
 #include "properties/contraction_generators.hpp"
+#include "properties/jvp_generators.hpp"
 
 namespace normcheck {
 
@@ -12,18 +15,19 @@ const std::vector<SuiteDef>& suites() {
        "generator, 10 cases each, rows*n <= 65536 (eps as models set it, gamma/beta default, trained-like or mixed); every "
        "Linear o RMSNorm block variant x dtype x block generator, 10 cases each; the QR contraction on "
        "every dtype x seed category, 20 cases each; batch, group, instance, channel-layer norm and layer norm / RMSNorm over "
-       "trailing axes on NCHW, NHWC and sequence tensors, 8 cases each; the axis audits; the port-Hamiltonian stream, 3 cases per dtype",
-       10, 65536, 20261130, 10, 20, 8, 3},
+       "trailing axes on NCHW, NHWC and sequence tensors, 8 cases each; the axis audits; the port-Hamiltonian stream, 3 cases per dtype; the LayerNorm JVP kernels x dtype x row generator, 3 cases each (rows*n <= 4096)",
+       10, 65536, 20261130, 10, 20, 8, 3, 3},
       {"quick", 3,
        "the committed worst-case corpus for every kernel, then every LayerNorm and RMSNorm kernel x dtype x "
        "generator, 2 cases each, rows*n <= 2048; block "
-       "variants, 3 cases per block generator; the QR contraction, 2 cases per category; the six grouped norms, 1 case per layout; the axis audits; the port-Hamiltonian stream, 1 case per dtype",
-       2, 2048, 20261130, 3, 2, 1, 1},
+       "variants, 3 cases per block generator; the QR contraction, 2 cases per category; the six grouped norms, 1 case per layout; the axis audits; the port-Hamiltonian stream, 1 case per dtype; the LayerNorm JVP, 1 case per row generator",
+       2, 2048, 20261130, 3, 2, 1, 1, 1},
       {"nightly", 3,
        "the corpus, then the default suite's kernels, dtypes and generators with more cases: 50 per LayerNorm/RMSNorm generator "
        "(rows*n <= 65536), 30 per block generator, 60 per QR-contraction category, 32 per grouped-norm kind "
-       "and layout, the axis audits, 12 port-Hamiltonian cases per dtype; sized for under 30 minutes on 2 cores",
-       50, 65536, 20261130, 30, 60, 32, 12},
+       "and layout, the axis audits, 12 port-Hamiltonian cases per dtype, 8 LayerNorm JVP cases per row generator; sized for "
+       "under 30 minutes on 2 cores",
+       50, 65536, 20261130, 30, 60, 32, 12, 8},
   };
   return table;
 }
@@ -71,6 +75,18 @@ std::optional<GroupedSuiteConfig> suite_grouped_config(std::string_view name) {
   GroupedSuiteConfig cfg;
   cfg.dtypes = dtype_ids();
   cfg.cases_per_layout = s->grouped_cases_per_layout;
+  cfg.seed = s->seed;
+  return cfg;
+}
+
+std::optional<JvpSuiteConfig> suite_jvp_config(std::string_view name) {
+  const SuiteDef* s = find_suite(name);
+  if (!s) return std::nullopt;
+  JvpSuiteConfig cfg;
+  cfg.dtypes = dtype_ids();
+  cfg.generators = gen::jvp_generator_names();
+  cfg.cases_per_generator = s->jvp_cases_per_generator;
+  cfg.max_elements = std::min<int64_t>(s->max_elements, 4096);
   cfg.seed = s->seed;
   return cfg;
 }

@@ -9,6 +9,7 @@
 #include "suite/budget_suite.hpp"
 #include "suite/contraction_suite.hpp"
 #include "suite/grouped_suite.hpp"
+#include "suite/jvp_suite.hpp"
 #include "suite/runner.hpp"
 
 namespace normcheck {
@@ -24,12 +25,16 @@ struct SuiteDef {
   int contraction_cases_per_generator;  ///< QR-contraction cases per contraction generator and dtype
   int grouped_cases_per_layout;  ///< batch/group/instance norm cases per kind, layout and dtype
   int budget_cases_per_dtype;    ///< port-Hamiltonian stream cases per dtype (issue 9)
+  int jvp_cases_per_generator;   ///< LayerNorm JVP cases per row generator and dtype (issue 15)
 };
 
 const std::vector<SuiteDef>& suites();
 
 /// The run configuration of a named suite (all ops, dtypes, variants, generators); nullopt if unknown.
 std::optional<RunConfig> suite_config(std::string_view name);
+
+/// The LayerNorm JVP suite of a named suite (both built-in JVP kernels, every dtype and row generator).
+std::optional<JvpSuiteConfig> suite_jvp_config(std::string_view name);
 
 /// The block suite of a named suite (every block variant, dtype and block generator).
 std::optional<BlockSuiteConfig> suite_block_config(std::string_view name);

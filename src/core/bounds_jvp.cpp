@@ -1,0 +1,47 @@
+// Bound of the LayerNorm JVP kernel (docs/bounds.md section 17). The kernel computes
+//   q_hat = fl(r_hat ((t - mean_hat(t)) - z_hat mean_hat(z t)))  with exactly the arithmetic of the
+//           two-pass backward's dx for gamma = 1 and dy = t (fl(t * 1) = t is exact),
+//   du_hat = fl_s(fl(fl(fl(q_hat gamma) + fl(z_hat tgamma)) + tbeta)).
+// So |q_hat - q| is LN-TWOPASS-SEQ's dx bound (section 3) on that case evaluated with the
+// accumulator as its storage (no store of q), |z_hat - z| is the forward's normalized error
+// (section 2.4), and the three operations after them follow the (magnitude, error) pairs of 11.1.
+#include "core/bounds_jvp.hpp"
+
+#include "core/bounds_model.hpp"
+#include "core/error_pairs.hpp"
+
+namespace normcheck {
+
+using namespace bounds_detail;
+
+TensorBound layernorm_jvp_bound(const LayerNormCase& c, const LayerNormTangents& t,
+                                const oracle::CertifiedLayerNormJvp& ref, DType accum) {
+  LayerNormCase unit = c;  // the kernel's q: the backward's dx with gamma = 1, dy = t, nothing stored
+  unit.dtype = accum;
+  unit.gamma.assign(static_cast<size_t>(c.n), 1.0);
+  unit.beta.assign(static_cast<size_t>(c.n), 0.0);
+  unit.dy = t.dx;
+  const oracle::CertifiedLayerNorm q_ref = oracle::certified_layernorm(unit, true);
+  const BoundModel mq{StatsModel::two_pass, accum, accum, SumOrder::sequential, -1, 0};
+  const Units uq = units_of(mq);
+  const BackwardBound q = layernorm_backward_bound(unit, q_ref, mq);
+  const BoundModel m{StatsModel::two_pass, c.dtype, accum, SumOrder::sequential, -1, 0};
+  const EmArith a{units_of(m), dtype_info(c.dtype).max_finite, c.dtype};
+  TensorBound out = sized_tensor_bound(c.x.size());
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const RowError row = row_error(unit, q_ref, i, mq, uq);
+    for (int64_t j = 0; j < c.n; ++j) {
+      const size_t k = static_cast<size_t>(i * c.n + j);
+      const double qb = q.dx.bound[k];
+      const Em qe{upper_abs(q_ref.dx[k]), qb, !std::isfinite(qb) || (q.dx.regime[k] & kRegimeOverflow), kInf};
+      const Em ze{row.d_abs[j] * row.rstd, normalized_error(row, j, uq), (row.regime & kRegimeOverflow) != 0, kInf};
+      const Em du = a.add(a.add(a.mul(qe, EmArith::exact(c.gamma[j])), a.mul(ze, EmArith::exact(t.dgamma[j]))),
+                          EmArith::exact(t.dbeta[j]));
+      finish_element(out, k, du, ref.du[k], a);
+      out.regime[k] |= q.dx.regime[k] | row.regime;
+    }
+  }
+  return out;
+}
+
+}  // namespace normcheck

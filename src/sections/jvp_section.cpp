@@ -1,0 +1,165 @@
+// The LayerNorm JVP section ("layernorm_jvp"): the forward-mode derivative of LayerNorm along
+// tangents of x, gamma and beta, judged against the certified JVP with LN-JVP-TWOPASS-SEQ; the
+// built-in kernels (the sound two-pass kernel and the planted uncentred one) or one external
+// kernel (ABI v2 NC_LAYERNORM_JVP or the serve op layernorm_jvp).
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "external/plugin.hpp"
+#include "external/plugin_v2.hpp"
+#include "external/serve_jvp.hpp"
+#include "kernels/jvp_registry.hpp"
+#include "nightly/merge_rules.hpp"
+#include "properties/jvp_generators.hpp"
+#include "report/json_input.hpp"
+#include "report/terminal_summary.hpp"
+#include "sections/replay_external.hpp"
+#include "sections/replay_support.hpp"
+#include "sections/section_support.hpp"
+#include "sections/sections.hpp"
+#include "suite/suites.hpp"
+
+namespace normcheck::sections {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kKey = "layernorm_jvp";
+
+class JvpRun final : public SectionRun {
+ public:
+  explicit JvpRun(JvpSuiteConfig cfg) : cfg_(std::move(cfg)) {}
+  int64_t shard_units() const override { return static_cast<int64_t>(cfg_.dtypes.size()); }
+  void set_shard(const ShardSpec& shard) override { cfg_.shard = shard; }
+  int64_t planned_cases() const override { return normcheck::planned_cases(cfg_); }
+  void run(const std::string&) override { result_ = run_jvp_suite(cfg_); }
+  int64_t cases_done() const override { return result_ ? result_->cases_done : 0; }
+  bool passed() const override { return result_ && jvp_suite_passed(*result_, report_only()); }
+  bool complete() const override { return result_ && !result_->interrupted; }
+  int64_t judged_external_elements() const override {
+    int64_t n = 0;
+    if (result_ && cfg_.external)
+      for (const JvpRecord& rec : result_->records) n += rec.acc.count() + rec.kernel_failures;
+    return n;
+  }
+  void write(json& report, const std::string& report_path) const override {
+    if (result_) report[std::string(kKey)] = jvp_suite_json(cfg_, *result_, report_path);
+  }
+  void print_summary() const override {
+    if (result_) print_jvp_summary(*result_);
+  }
+
+ private:
+  bool report_only() const { return cfg_.external && cfg_.external->report_only; }
+  JvpSuiteConfig cfg_;
+  std::optional<JvpSuiteResult> result_;
+};
+
+/// The external JVP kernel (a plugin's NC_LAYERNORM_JVP or the serve command), one at a time.
+std::optional<JvpExternalKernel> external_jvp(const PlanInputs& in) {
+  const RunOptions& o = in.options;
+  const bool named = in.names_any({kKey});
+  if (!(o.ops.empty() || named)) return std::nullopt;
+  std::vector<JvpExternalKernel> found;
+  for (const external::PluginInfo& p : in.external->plugins)
+    if (!p.jvp_dtypes.empty()) found.push_back({"plugin:" + p.name, external::plugin_jvp_kernel(p), o.report_only});
+  if (in.external->serve) found.push_back({"serve:" + o.exec_name, external::serve_jvp_kernel(in.external->serve), o.report_only});
+  if (found.size() > 1) throw PlanError("more than one external JVP kernel (plugins, --serve): judge one at a time");
+  if (named && found.empty()) throw PlanError("--ops layernorm_jvp: no external kernel implements it (an ABI v2 plugin with NC_LAYERNORM_JVP, or --serve)");
+  if (found.empty()) return std::nullopt;
+  return found.front();
+}
+
+/// The record's case, regenerated from generator, dtype, seed and shape cap, checked against its shape.
+gen::JvpCase jvp_case_of(const json& rec) {
+  const json& wc = rec.at("worst_case");
+  const auto dt = parse_dtype(rec.at("storage").get<std::string>());
+  const std::string g = wc.at("generator").get<std::string>();
+  if (!dt || std::find(gen::jvp_generator_names().begin(), gen::jvp_generator_names().end(), g) == gen::jvp_generator_names().end())
+    throw std::invalid_argument("JVP record names an unknown dtype or generator");
+  gen::JvpCase jc = gen::make_jvp_case(g, *dt, std::stoull(wc.at("case_seed").get<std::string>()), wc.at("max_elements").get<int64_t>());
+  if (jc.c.rows != wc.at("rows").get<int64_t>() || jc.c.n != wc.at("n").get<int64_t>())
+    throw std::invalid_argument("regenerated case does not match the recorded shape (edited report or other build)");
+  return jc;
+}
+
+class JvpSection final : public Section {
+ public:
+  std::string_view key() const override { return kKey; }
+  std::vector<std::string_view> ops() const override { return {kKey}; }
+
+  std::unique_ptr<SectionRun> plan(const PlanInputs& in) const override {
+    const RunOptions& o = in.options;
+    JvpSuiteConfig cfg = *suite_jvp_config(o.suite);
+    cfg.dtypes = in.common.dtypes;
+    if (o.seed) cfg.seed = *o.seed;
+    if (o.jvp_cases) cfg.cases_per_generator = *o.jvp_cases;
+    cfg.threads = o.threads;
+    if (in.external) {
+      cfg.external = external_jvp(in);
+      return cfg.external ? std::make_unique<JvpRun>(std::move(cfg)) : nullptr;
+    }
+    return selected_whole_or_named(in, kKey) ? std::make_unique<JvpRun>(std::move(cfg)) : nullptr;
+  }
+
+  bool merge(const std::vector<nightly::ShardReport>& shards, const std::string& out_path, json& m) const override {
+    const std::vector<const json*> parts = nightly::section_parts(shards, std::string(kKey));
+    nightly::require_every_shard(parts, shards, std::string(kKey));
+    m[std::string(kKey)] = nightly::merge_suite_section(parts, shards, out_path, false);
+    return m[std::string(kKey)].value("passed", false);
+  }
+
+  json suite_row(std::string_view suite) const override {
+    const JvpSuiteConfig j = *suite_jvp_config(suite);
+    return {{"section", kKey}, {"ops", kKey}, {"kernels", jvp_kernels().size()}, {"dtypes", j.dtypes.size()},
+            {"generators", j.generators.size()}, {"cases_per_generator", j.cases_per_generator}, {"cases", planned_cases(j)},
+            {"shapes", fmt::format("the row generators', rows*n <= {}", j.max_elements)}};
+  }
+
+  std::string_view replay_option() const override { return "jvp-record"; }
+
+  int replay(const ReplayOptions& o, int64_t index) const override {
+    json rec;
+    gen::JvpCase jc;
+    JvpKernel kernel;
+    try {
+      if (!o.dump.empty()) throw std::invalid_argument("--dump writes per-op records (--record) only; a JVP case is regenerated from its seed");
+      const json report = read_json_file(o.report);
+      rec = record_with_worst_case(records(report), index, "JVP record");
+      jc = jvp_case_of(rec);
+      const std::string name = rec.at("kernel").get<std::string>();
+      if (rec.contains("kernel_failures")) {
+        kernel = replay_jvp_kernel(report, rec, o);
+      } else {
+        run_jvp_kernel(name, jc.c, jc.t);  // throws for a kernel this build does not have
+        kernel = [name](const LayerNormCase& c, const LayerNormTangents& t) { return JvpOutputs{run_jvp_kernel(name, c, t), "", false}; };
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "normcheck: error: %s\n", describe_input_error(o.report, e).c_str());
+      return kExitBadInput;
+    }
+    const JvpJudgement j = judge_jvp(jc.c, jc.t, {kernel}).at(0);
+    std::printf("JVP record %lld: %s %s, generator %s; case: seed %llu, rows %lld, n %lld; oracle %d bits\n", static_cast<long long>(index),
+                rec.at("kernel").get<std::string>().c_str(), dtype_info(jc.c.dtype).name.data(), jc.c.generator.c_str(),
+                static_cast<unsigned long long>(jc.c.seed), static_cast<long long>(jc.c.rows), static_cast<long long>(jc.c.n), j.precision_bits);
+    if (j.skipped) {
+      std::fprintf(stderr, "normcheck: error: the kernel declined the replayed case\n");
+      return kExitCheckFailed;
+    }
+    if (!j.du.kernel_failure.empty()) {
+      std::printf("kernel failure: %s\n", j.du.kernel_failure.c_str());
+      return kExitCheckFailed;
+    }
+    return report_replay(j.du, rec.at("worst_case").at("element"));
+  }
+};
+
+}  // namespace
+
+const Section& jvp_section() {
+  static const JvpSection s;
+  return s;
+}
+
+}  // namespace normcheck::sections
