@@ -62,19 +62,9 @@ class ContractionRun final : public SectionRun {
 /// The external contracted-block kernel: an ABI v2 plugin's (NC_CONTRACTED_BLOCK) or the serve
 /// command's (op contracted_block), one at a time; nullopt when --ops leaves the section out.
 std::optional<ContractionExternalKernel> external_contraction(const PlanInputs& in) {
-  const RunOptions& o = in.options;
-  const bool named = in.names_any({kKey});
-  if (!(o.ops.empty() || named)) return std::nullopt;
-  std::vector<ContractionExternalKernel> found;
-  for (const external::PluginInfo& p : in.external->plugins)
-    if (!p.contraction_dtypes.empty()) found.push_back({"plugin:" + p.name, external::plugin_contraction_kernel(p), o.report_only});
-  if (in.external->serve)
-    found.push_back({"serve:" + o.exec_name, external::serve_contraction_kernel(in.external->serve), o.report_only});
-  if (found.size() > 1) throw PlanError("more than one external contracted-block kernel (plugins, --serve): judge one at a time");
-  if (named && found.empty())
-    throw PlanError("--ops qr_contraction: no external kernel implements it (an ABI v2 plugin with NC_CONTRACTED_BLOCK, or --serve)");
-  if (found.empty()) return std::nullopt;
-  return found.front();
+  return one_external_kernel<ContractionExternalKernel>(
+      in, kKey, "NC_CONTRACTED_BLOCK", [](const external::PluginInfo& p) { return !p.contraction_dtypes.empty(); },
+      external::plugin_contraction_kernel, external::serve_contraction_kernel);
 }
 
 /// The record's case, regenerated from its seed and checked against the recorded shapes.

@@ -8,24 +8,14 @@
 #include "external/plugin_v2.hpp"
 #include "external/serve_grouped.hpp"
 #include "sections/options.hpp"
+#include "sections/section_support.hpp"
 
 namespace normcheck::sections {
 
 std::optional<GroupedExternalKernel> external_grouped_kernel(const PlanInputs& in, std::string_view section) {
-  const RunOptions& o = in.options;
-  const bool named = in.names_any({section});
-  if (!(o.ops.empty() || named)) return std::nullopt;
-  std::vector<GroupedExternalKernel> found;
-  for (const external::PluginInfo& p : in.external->plugins)
-    if (!p.grouped_dtypes.empty()) found.push_back({"plugin:" + p.name, external::plugin_grouped_kernel(p), o.report_only});
-  if (in.external->serve) found.push_back({"serve:" + o.exec_name, external::serve_grouped_kernel(in.external->serve), o.report_only});
-  if (found.size() > 1) throw PlanError("more than one external grouped-norm kernel (plugins, --serve): judge one at a time");
-  if (named && found.empty())
-    throw PlanError(fmt::format("--ops {}: no external kernel implements the grouped_norm op (an ABI v2 plugin with "
-                                "NC_GROUPED_NORM, or --serve)",
-                                section));
-  if (found.empty()) return std::nullopt;
-  return found.front();
+  return one_external_kernel<GroupedExternalKernel>(
+      in, section, "NC_GROUPED_NORM", [](const external::PluginInfo& p) { return !p.grouped_dtypes.empty(); },
+      external::plugin_grouped_kernel, external::serve_grouped_kernel);
 }
 
 audit::AuditKernel grouped_audit_kernel(const GroupedExternalKernel& k, const audit::TensorSpec& t, const audit::NormSpec& declared,

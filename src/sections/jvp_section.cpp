@@ -58,17 +58,9 @@ class JvpRun final : public SectionRun {
 
 /// The external JVP kernel (a plugin's NC_LAYERNORM_JVP or the serve command), one at a time.
 std::optional<JvpExternalKernel> external_jvp(const PlanInputs& in) {
-  const RunOptions& o = in.options;
-  const bool named = in.names_any({kKey});
-  if (!(o.ops.empty() || named)) return std::nullopt;
-  std::vector<JvpExternalKernel> found;
-  for (const external::PluginInfo& p : in.external->plugins)
-    if (!p.jvp_dtypes.empty()) found.push_back({"plugin:" + p.name, external::plugin_jvp_kernel(p), o.report_only});
-  if (in.external->serve) found.push_back({"serve:" + o.exec_name, external::serve_jvp_kernel(in.external->serve), o.report_only});
-  if (found.size() > 1) throw PlanError("more than one external JVP kernel (plugins, --serve): judge one at a time");
-  if (named && found.empty()) throw PlanError("--ops layernorm_jvp: no external kernel implements it (an ABI v2 plugin with NC_LAYERNORM_JVP, or --serve)");
-  if (found.empty()) return std::nullopt;
-  return found.front();
+  return one_external_kernel<JvpExternalKernel>(
+      in, kKey, "NC_LAYERNORM_JVP", [](const external::PluginInfo& p) { return !p.jvp_dtypes.empty(); }, external::plugin_jvp_kernel,
+      external::serve_jvp_kernel);
 }
 
 /// The record's case, regenerated from generator, dtype, seed and shape cap, checked against its shape.
