@@ -11,12 +11,12 @@ using Evaluator = CertifiedLayerNorm (*)(const LayerNormCase&, bool);
 
 CertifiedLayerNorm certified_layernorm(const LayerNormCase& c, bool with_vjp) {
   return escalate_until_accepted<CertifiedLayerNorm>(
-      {evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150, evaluate_layernorm_mpfi400}, c, with_vjp);
+      {evaluate_layernorm_ball, evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150, evaluate_layernorm_mpfi400}, c, with_vjp);
 }
 
 CertifiedLayerNormJvp certified_layernorm_jvp(const LayerNormCase& c, const LayerNormTangents& t) {
   return escalate_until_accepted<CertifiedLayerNormJvp>(
-      {evaluate_layernorm_jvp_mpfi50, evaluate_layernorm_jvp_mpfi150, evaluate_layernorm_jvp_mpfi400}, c, t);
+      {evaluate_layernorm_jvp_ball, evaluate_layernorm_jvp_mpfi50, evaluate_layernorm_jvp_mpfi150, evaluate_layernorm_jvp_mpfi400}, c, t);
 }
 
 CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
@@ -26,7 +26,7 @@ CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
 
 CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp) {
   return escalate_until_accepted<CertifiedLayerNorm>(
-      {evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400}, c, with_vjp);
+      {evaluate_rmsnorm_ball, evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400}, c, with_vjp);
 }
 
 }  // namespace normcheck::oracle

@@ -34,6 +34,13 @@ struct CertifiedLayerNormJvp {
   int64_t undecided_roundings = 0;
 };
 
+/// The double-ball level (oracles/ball.hpp, 53-bit midpoints with rigorous radii): certifies
+/// f16/bf16/f32 outputs of well-conditioned rows at a fraction of MPFI's cost; the cascade falls
+/// through to MPFI where it does not reach the target.
+CertifiedLayerNorm evaluate_layernorm_ball(const LayerNormCase& c, bool with_vjp);
+CertifiedLayerNorm evaluate_rmsnorm_ball(const LayerNormCase& c, bool with_vjp);
+CertifiedLayerNormJvp evaluate_layernorm_jvp_ball(const LayerNormCase& c, const LayerNormTangents& t);
+
 CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi50(const LayerNormCase& c, const LayerNormTangents& t);
 CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi150(const LayerNormCase& c, const LayerNormTangents& t);
 CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi400(const LayerNormCase& c, const LayerNormTangents& t);

@@ -7,11 +7,20 @@
 #include "core/float_format.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "oracles/certified_rms_block.hpp"
+#include "oracles/ball.hpp"
+#include "oracles/certify_ball.hpp"
 #include "oracles/certify_interval.hpp"
 #include "oracles/layernorm.hpp"
 #include "oracles/rmsnorm.hpp"
 
 namespace normcheck::oracle::detail {
+
+/// The certificate of one value of the oracle's Real type: an MPFI interval or a double ball.
+template <class Interval>
+CertifiedValue certify_element(const Interval& e, DType dtype) {
+  return certify_interval(e.backend().data(), dtype);
+}
+inline CertifiedValue certify_element(const Ball& b, DType dtype) { return certify_ball(b, dtype); }
 
 template <class Interval>
 std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dtype, CertifiedLayerNorm& out) {
@@ -19,7 +28,7 @@ std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dt
   r.reserve(v.size());
   const FloatFormat& fmt = *dtype_info(dtype).format;
   for (const auto& e : v) {
-    r.push_back(certify_interval(e.backend().data(), dtype));
+    r.push_back(certify_element(e, dtype));
     const CertifiedValue& cv = r.back();
     out.max_err_ulps = std::max(out.max_err_ulps, cv.rad_in(ulp_at(cv.approx(), fmt)));
     if (cv.hi != 0) out.max_rel_err = std::max(out.max_rel_err, cv.rad / std::fabs(cv.hi));
@@ -35,7 +44,7 @@ void mids(const std::vector<Interval>& v, std::vector<double>& mid, std::vector<
   mid.clear();
   rad.clear();
   for (const auto& e : v) {
-    const CertifiedValue cv = certify_interval(e.backend().data(), DType::f64);
+    const CertifiedValue cv = certify_element(e, DType::f64);
     mid.push_back(cv.approx());
     // |exact - approx| <= (rad + |lo|) 2^scale + the rounding of approx (below 2^-53 |approx| + 2^-1074).
     const double scaled = std::ldexp(cv.rad + std::fabs(cv.lo), cv.scale);

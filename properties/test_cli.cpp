@@ -367,3 +367,25 @@ TEST(Cli, DiffClassifiesRecordsAndExitsOnRegressions) {
   EXPECT_EQ(run_cli("diff " + base.string() + " /nonexistent.json").exit_code, 2);
   EXPECT_EQ(run_cli("diff " + base.string() + " " + base.string() + " --max-ulp-factor 0.5").exit_code, 2);
 }
+
+TEST(Cli, BenchOracleReportsEveryPathAndTheLevelThatCertified) {
+  const fs::path out = scratch() / "bench_oracle.json";
+  const Outcome o = run_cli("bench-oracle --n 64 --dtypes bf16,f64 --cases 1 --repeats 1 --elements 256 --json " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const auto j = load(out);
+  EXPECT_EQ(j.at("rows").size(), 2u * 2u * 4u);  // layernorm, rmsnorm x bf16, f64 x four paths
+  for (const auto& r : j.at("rows")) {
+    EXPECT_GT(r.at("ns_per_element").get<double>(), 0);
+    if (r.at("path") != "cascade") continue;
+    const std::string by = r.at("certified_by_bits").get<std::string>();
+    EXPECT_TRUE(by == "53:1" || by == "168:1" || by == "500:1" || by == "1330:1") << by;  // some level certified the case
+    if (r.at("dtype") == "f64") {
+      EXPECT_NE(by, "53:1");  // a 53-bit ball never certifies f64 outputs
+    }
+  }
+  for (const char* bad : {"bench-oracle --n 0", "bench-oracle --dtypes f8", "bench-oracle --generator nope"}) {
+    const Outcome b = run_cli(bad);
+    EXPECT_EQ(b.exit_code, 2) << bad;
+    EXPECT_EQ(lines(b.err), 1) << bad << ": " << b.err;
+  }
+}

@@ -191,7 +191,9 @@ RC_GTEST_PROP(Oracle, CertifiedWithinOneThousandthUlp, ()) {
   const auto dt = *rc::gen::elementOf(std::vector<DType>{DType::f16, DType::bf16, DType::f32, DType::f64});
   const LayerNormCase c = *rcgen::layernorm_case(dt, gen::row_generator_names(), 2048);
   const oracle::CertifiedLayerNorm r = oracle::certified_layernorm(c, true);
-  RC_ASSERT(r.precision_bits >= 2 * dtype_info(dt).precision + 20);
+  // MPFI levels work at 2p + 20 bits or more (DESIGN.md section 5); the double-ball level (53-bit
+  // midpoints, issue 17) is accepted only with a certified radius below 1e-3 ULP, never for f64 outputs.
+  RC_ASSERT(r.precision_bits >= 2 * dtype_info(dt).precision + 20 || (r.precision_bits == 53 && dt != DType::f64));
   RC_ASSERT(r.certified);
   RC_ASSERT(r.max_err_ulps <= kRequiredUlpFraction);
 }

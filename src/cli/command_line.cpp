@@ -191,6 +191,14 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.bench->add_option("--calls", cl.bench_opts.calls, "timed calls of the persistent path (default 2000)")->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   cl.bench->add_option("--baseline-calls", cl.bench_opts.baseline_calls, "timed calls of the per-call path (default 100)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   cl.bench->add_option("--kernel-timeout", cl.bench_opts.timeout, "seconds per call (default 10)");
+  cl.bench_oracle = cl.app.add_subcommand("bench-oracle", "ns per element of the certified oracle's levels against the float64 kernel");
+  cl.bench_oracle->add_option("--dtypes", cl.bench_oracle_opts.dtypes, "storage dtypes (default bf16,f32,f64)")->delimiter(',');
+  cl.bench_oracle->add_option("--n", cl.bench_oracle_opts.ns, "row lengths (default 64,1024,4096)")->delimiter(',');
+  cl.bench_oracle->add_option("--generator", cl.bench_oracle_opts.generator, "row generator (default normal)");
+  cl.bench_oracle->add_option("--elements", cl.bench_oracle_opts.elements, "rows x n per case (default 16384)")->check(CLI::Range(int64_t{1}, int64_t{1} << 22));
+  cl.bench_oracle->add_option("--cases", cl.bench_oracle_opts.cases, "cases per (op, dtype, n) (default 2)")->check(CLI::Range(1, 1000));
+  cl.bench_oracle->add_option("--repeats", cl.bench_oracle_opts.repeats, "interleaved repeats, median reported (default 3)")->check(CLI::Range(1, 100));
+  cl.bench_oracle->add_option("--json", cl.bench_oracle_opts.json, "also write the table as JSON");
   cl.bias = cl.app.add_subcommand("bias", "calibrate the directed-rounding statistic: sound kernels vs planted ones");
   cl.bias->add_option("--dtypes", cl.bias_opts.dtypes, "f32 and/or f64")->delimiter(',');
   cl.bias->add_option("--cases", cl.bias_opts.cases, "cases per dtype")->check(CLI::Range(int64_t{1}, int64_t{100000000}));

@@ -24,12 +24,13 @@ struct CommandLine {
   MergeOptions merge_opts;
   RenderOptions render_opts;
   BenchOptions bench_opts;
+  BenchOracleOptions bench_oracle_opts;
   BoundsOptions bounds_opts;
   BiasOptions bias_opts;
   BudgetOptions budget_opts;
   bool suites_json = false;
   CLI::App *run = nullptr, *replay = nullptr, *list = nullptr, *search = nullptr, *contract = nullptr, *example = nullptr,
-           *audit = nullptr, *diff = nullptr, *suites = nullptr, *merge = nullptr, *render = nullptr, *bench = nullptr,
+           *audit = nullptr, *diff = nullptr, *suites = nullptr, *merge = nullptr, *render = nullptr, *bench = nullptr, *bench_oracle = nullptr,
            *bias = nullptr, *bounds = nullptr, *budget = nullptr;
 };
 

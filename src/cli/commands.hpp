@@ -109,6 +109,15 @@ struct BenchOptions {
 };
 int bench_external_command(const BenchOptions& o);
 
+struct BenchOracleOptions {
+  std::vector<std::string> dtypes = {"bf16", "f32", "f64"};
+  std::vector<int64_t> ns = {64, 1024, 4096};
+  std::string generator = "normal", json;
+  int64_t elements = 16384;  ///< rows x n per case
+  int cases = 2, repeats = 3;
+};
+int bench_oracle_command(const BenchOracleOptions& o);
+
 int run_command(const RunOptions& o, const std::string& command_line);
 int render_command(const RenderOptions& o);
 int merge_command(const MergeOptions& o, const std::string& command_line);

@@ -109,7 +109,8 @@ nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, 
           {"oracle",
            {{"precision_bits", r.oracle_precision_bits},
             {"certified_max_err_ulps", r.oracle_max_err_ulps},
-            {"required_max_err_ulps", kRequiredUlpFraction}}},
+            {"required_max_err_ulps", kRequiredUlpFraction},
+            {"cases_by_precision_bits", oracle_levels_json(r.oracle_levels)}}},
           {"worst_case", worst_case_json(cfg, r, index, path)}});
   j.update(accumulator_json(a));
   j["bias"] = bias_json(r.bias);
@@ -118,6 +119,12 @@ nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, 
 }
 
 }  // namespace
+
+nlohmann::json oracle_levels_json(const std::map<int, int64_t>& levels) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [bits, cases] : levels) j[std::to_string(bits)] = cases;
+  return j;
+}
 
 /// Histogram counts up to the last non-empty bucket.
 nlohmann::json ulp_histogram_json(const ErrorAccumulator& a) {

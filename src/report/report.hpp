@@ -1,5 +1,6 @@
 #pragma once
 /// The JSON report (schema: reports/schema/report.v1.schema.json).
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +40,10 @@ std::string record_label(const RecordKey& k);
 nlohmann::json case_points_json(const std::vector<CasePoint>& points);
 
 nlohmann::json accumulator_json(const ErrorAccumulator& a);
+
+/// Cases per oracle cascade level, keyed by its precision in bits ("53": the double ball; 168,
+/// 500, 1330: MPFI).
+nlohmann::json oracle_levels_json(const std::map<int, int64_t>& levels);
 
 /// "not_run", "uncertified", "pass", "flagged" (a known-weak kernel failed) or "fail".
 /// The bias statistic of a record (docs/bounds.md section 16): z, threshold, flagged, elements, groups.

@@ -64,6 +64,7 @@ void merge_one(JvpRecord& rec, const ItemResult& item, const JvpJudgement& j, in
     rec.first_kernel_failure = "case " + std::to_string(index) + " (" + item.jc.c.generator + ", seed " + std::to_string(item.jc.c.seed) +
                                "): " + j.du.kernel_failure;
   rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, j.precision_bits);
+  ++rec.oracle_levels[j.precision_bits];
   rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, j.oracle_max_err_ulps);
   const double before = rec.acc.max_bound_ratio();
   rec.acc.merge(j.du.acc);
@@ -186,7 +187,8 @@ nlohmann::json jvp_suite_json(const JvpSuiteConfig& cfg, const JvpSuiteResult& r
               {"oracle",
                {{"precision_bits", rec.oracle_precision_bits},
                 {"certified_max_err_ulps", rec.oracle_max_err_ulps},
-                {"required_max_err_ulps", kRequiredUlpFraction}}},
+                {"required_max_err_ulps", kRequiredUlpFraction},
+                {"cases_by_precision_bits", oracle_levels_json(rec.oracle_levels)}}},
               {"worst_case", worst}});
     j.update(accumulator_json(rec.acc));
     records.push_back(j);

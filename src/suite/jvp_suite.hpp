@@ -4,6 +4,7 @@
 /// LN-JVP-TWOPASS-SEQ (docs/bounds.md section 17).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,7 @@ struct JvpRecord {
   std::string first_kernel_failure;
   ErrorAccumulator acc;
   int oracle_precision_bits = 0;
+  std::map<int, int64_t> oracle_levels;  ///< cases per precision (bits) of the cascade level that certified them
   double oracle_max_err_ulps = 0;
   JvpWorst worst;
   bool failed() const { return failed_cases > 0; }

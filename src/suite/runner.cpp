@@ -155,6 +155,7 @@ void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, con
     rec.points.push_back({item_index, item.rows, item.n, p.judgement.acc.max_ulp(), std::max(0.0, p.judgement.acc.max_bound_ratio())});
     rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, oracle.err_ulps);
     rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, oracle.bits);
+    ++rec.oracle_levels[oracle.bits];
     const double before = rec.acc.max_bound_ratio();
     rec.acc.merge(p.judgement.acc);
     if (p.judgement.acc.max_bound_ratio() > before) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,7 @@ struct Record {
   int64_t own_failed_cases = 0;    ///< rigor failures: the own bound was violated
   double oracle_max_err_ulps = 0;
   int oracle_precision_bits = 0;
+  std::map<int, int64_t> oracle_levels;  ///< cases per precision (bits) of the cascade level that certified them
   int64_t kernel_failures = 0;         ///< cases where an external kernel crashed, hung or errored
   std::string first_kernel_failure;    ///< the first such message, with its case index
   WorstCase worst;

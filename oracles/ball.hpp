@@ -1,0 +1,87 @@
+#pragma once
+/// A double-precision mid-rad ball: the real value lies in [mid - rad, mid + rad]. Arithmetic in
+/// round-to-nearest binary64 with no FMA contraction (the build passes -ffp-contract=off), no
+/// directed rounding: every operation's rounding error and the propagated radii are bounded by a
+/// radius computed in round-to-nearest and then inflated by `up` (docs/bounds.md section 18 proves
+/// each rule). The cheapest level of the oracle's precision cascade: enough to certify f16, bf16 and
+/// f32 outputs of well-conditioned rows; a ball that cannot reach the target (or overflows, or
+/// divides by a ball containing 0) hands the case to MPFI.
+#include <cmath>
+#include <limits>
+
+namespace normcheck::oracle {
+
+namespace ball_detail {
+
+inline constexpr double kU = 0x1p-53;       ///< unit roundoff of binary64
+inline constexpr double kEta = 0x1p-1074;   ///< smallest subnormal: twice the absolute error bound of an underflowing rounding
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// An upper bound of a nonnegative real R from its value R_hat computed in round-to-nearest by at
+/// most 8 roundings of nonnegative operands (sums, products, quotients by positive lower bounds):
+/// R <= (R_hat + 8 eta)(1 - u)^-8 <= fl(fl(R_hat + 8 eta)(1 + 2^-48)). NaN stays NaN (unbounded).
+inline double up(double r_hat) { return (r_hat + 8 * kEta) * (1 + 0x1p-48); }
+
+/// A lower bound of a positive real a from fl(a): fl(fl(a)(1 - 2u)) <= a(1 + u)^2 (1 - 2u) <= a.
+inline double down(double a_hat) { return a_hat * (1 - 2 * kU); }
+
+}  // namespace ball_detail
+
+struct Ball {
+  double mid = 0, rad = 0;
+  Ball() = default;
+  /// An exact double (inputs of the case are exact in their dtype, hence in binary64).
+  explicit Ball(double v) : mid(v), rad(0) {}
+  Ball(double m, double r) : mid(m), rad(r) {}
+
+  /// Finite midpoint and radius (an overflow or an invalid operation makes the ball unusable).
+  bool bounded() const { return std::isfinite(mid) && rad < ball_detail::kInf; }
+
+  Ball& operator+=(const Ball& o) { return *this = *this + o; }
+  Ball& operator-=(const Ball& o) { return *this = *this - o; }
+  Ball& operator*=(const Ball& o) { return *this = *this * o; }
+  Ball& operator/=(const Ball& o) { return *this = *this / o; }
+
+  /// |fl(a + b) - (a + b)| <= u |fl(a + b)| (round to nearest; sums in the subnormal range are exact).
+  friend Ball operator+(const Ball& a, const Ball& b) {
+    using namespace ball_detail;
+    const double m = a.mid + b.mid;
+    return {m, up(a.rad + b.rad + kU * std::fabs(m))};
+  }
+  friend Ball operator-(const Ball& a) { return {-a.mid, a.rad}; }
+  friend Ball operator-(const Ball& a, const Ball& b) { return a + (-b); }
+
+  /// |xy - ab| <= |a| rb + ra |b| + ra rb for x in a, y in b; |fl(ab) - ab| <= u |fl(ab)| + eta / 2.
+  friend Ball operator*(const Ball& a, const Ball& b) {
+    using namespace ball_detail;
+    const double m = a.mid * b.mid;
+    return {m, up(std::fabs(a.mid) * b.rad + a.rad * std::fabs(b.mid) + a.rad * b.rad + kU * std::fabs(m) + kEta)};
+  }
+
+  /// For |b.mid| > b.rad: |x/y - a/b| <= (ra + |a/b| rb) / (|b| - rb); |a/b| <= q = fl(fl(|fl(a/b)|(1 + 4u))
+  /// + 2 eta); |fl(a/b) - a/b| <= u |fl(a/b)| + eta / 2. The numerator's two roundings may underflow
+  /// (eta / 2 each) before the division by d < 1: 2 eta is added before dividing. A divisor ball
+  /// containing 0 gives an unbounded ball.
+  friend Ball operator/(const Ball& a, const Ball& b) {
+    using namespace ball_detail;
+    const double m = a.mid / b.mid;
+    const double d = down(std::fabs(b.mid) - b.rad);  // 0 < d <= |b| - rb
+    if (!(d > 0)) return {m, kInf};
+    const double q = std::fabs(m) * (1 + 4 * kU) + 2 * kEta;  // >= |a/b|
+    return {m, up((a.rad + q * b.rad + 2 * kEta) / d + kU * std::fabs(m) + kEta)};
+  }
+
+  /// For a.mid - a.rad > 0: |sqrt(x) - sqrt(a)| = |x - a| / (sqrt(x) + sqrt(a)) <= ra / (2 sqrt(L)) with
+  /// L <= a - ra; |fl(sqrt(a)) - sqrt(a)| <= u fl(sqrt(a)). A ball reaching 0 or below is unbounded.
+  friend Ball sqrt(const Ball& a) {
+    using namespace ball_detail;
+    const double m = std::sqrt(a.mid);
+    if (a.rad == 0) return {m, up(kU * m)};
+    const double low = down(a.mid - a.rad);
+    if (!(low > 0)) return {m, kInf};
+    const double s = down(std::sqrt(low));  // <= sqrt(L)
+    return {m, up(a.rad / (2 * s) + kU * m)};
+  }
+};
+
+}  // namespace normcheck::oracle
