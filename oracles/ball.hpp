@@ -42,11 +42,16 @@ struct Ball {
   Ball& operator*=(const Ball& o) { return *this = *this * o; }
   Ball& operator/=(const Ball& o) { return *this = *this / o; }
 
-  /// |fl(a + b) - (a + b)| <= u |fl(a + b)| (round to nearest; sums in the subnormal range are exact).
+  /// The rounding error of fl(a + b) exactly, by Knuth's TwoSum (a + b = m + e in round-to-nearest
+  /// when nothing overflows): an exact sum of exact balls stays exact (sums of bf16 cotangents often
+  /// land on a rounding tie of the dtype, which only a zero radius decides).
   friend Ball operator+(const Ball& a, const Ball& b) {
     using namespace ball_detail;
     const double m = a.mid + b.mid;
-    return {m, up(a.rad + b.rad + kU * std::fabs(m))};
+    const double bb = m - a.mid, e = (a.mid - (m - bb)) + (b.mid - bb);
+    if (!std::isfinite(m)) return {m, kInf};
+    if (a.rad == 0 && b.rad == 0 && e == 0) return {m, 0.0};
+    return {m, up(a.rad + b.rad + std::fabs(e))};
   }
   friend Ball operator-(const Ball& a) { return {-a.mid, a.rad}; }
   friend Ball operator-(const Ball& a, const Ball& b) { return a + (-b); }
