@@ -103,7 +103,8 @@ class GroupedSection final : public Section {
     for (audit::NormKind k : grouped_suite_kinds()) kinds.emplace_back(audit::kind_name(k));
     const auto layouts = static_cast<int64_t>(grouped_suite_layouts().size());
     return {{"section", kKey}, {"ops", fmt::format("{}", fmt::join(kinds, ", "))}, {"kernels", kinds.size()}, {"dtypes", g.dtypes.size()},
-            {"generators", layouts}, {"cases_per_generator", layouts * g.cases_per_layout}, {"cases", planned_cases(g)},
+            {"generators", layouts}, {"cases_per_generator", static_cast<int64_t>(kinds.size()) * g.cases_per_layout},
+            {"cases", planned_cases(g)},
             {"shapes", "NCHW, NHWC, sequence"}};
   }
 
