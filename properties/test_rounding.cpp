@@ -7,10 +7,13 @@
 #include <gtest/gtest.h>
 #include <mpfi.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
+#include "core/float_format.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "oracles/certify_interval.hpp"
 
@@ -219,4 +222,74 @@ TEST(Rounding, ColumnSumsAcrossManyBinadesMatchExactRationalRounding) {
     }
   }
   mpq_clear(exact);
+}
+
+// The bit-level encode/decode/round/ULP functions (src/core/float_format.cpp, issue 17 item 3) agree
+// with their frexp/ldexp definitions (written here independently) on doubles of every binade, and
+// MPFR's correct rounding decides the rounding of each double to each format.
+namespace {
+
+/// x rounded to a format of precision p and minimum exponent emin by MPFR (exact: a double has 53 bits).
+double rounded_by_mpfr(double x, int p, int emin, double max_finite) {
+  if (!std::isfinite(x) || x == 0) return x;
+  mpfr_t m;
+  mpfr_init2(m, p);
+  const mpfr_exp_t old_emin = mpfr_get_emin(), old_emax = mpfr_get_emax();
+  mpfr_set_emin(emin - p + 2);  // MPFR's exponents are one above IEEE's: [0.5, 1) binades
+  mpfr_set_emax(2000);
+  const int t = mpfr_set_d(m, x, MPFR_RNDN);
+  mpfr_subnormalize(m, t, MPFR_RNDN);
+  double r = mpfr_get_d(m, MPFR_RNDN);
+  mpfr_set_emin(old_emin);
+  mpfr_set_emax(old_emax);
+  mpfr_clear(m);
+  if (std::fabs(r) > max_finite) r = std::copysign(kInf, x);
+  return r;
+}
+
+/// The spacing of the format at |x| by frexp/ldexp (the definition).
+double ulp_by_frexp(double x, const FloatFormat& f) {
+  int e2 = 0;
+  std::frexp(std::fabs(x), &e2);
+  const int e = std::min(std::max(e2 - 1, f.emin), f.emax);
+  return std::ldexp(1.0, e - (f.precision - 1));
+}
+
+}  // namespace
+
+TEST(Rounding, BitLevelRoundingEncodingAndUlpAgreeWithMpfrAndFrexpInEveryBinade) {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  const auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int checked = 0;
+  for (const FloatFormat* f : {&kBinary16, &kBfloat16, &kBinary32, &kBinary64}) {
+    const double mx = max_finite(*f);
+    EXPECT_EQ(mx, std::ldexp(2.0 - std::ldexp(1.0, 1 - f->precision), f->emax));
+    for (int k = 0; k < 200000; ++k) {
+      // random bit patterns of doubles (every binade, subnormals, both signs), plus values near the
+      // format's own range where its roundings, subnormals and overflow happen
+      uint64_t bits = next();
+      if (k % 2 == 1) {
+        const int e = f->emin - f->precision - 2 + static_cast<int>(next() % static_cast<uint64_t>(f->emax - f->emin + f->precision + 6));
+        bits = (bits & ~(uint64_t{0x7ff} << 52)) | (static_cast<uint64_t>(e + 1023) << 52);
+      }
+      double x;
+      std::memcpy(&x, &bits, 8);
+      if (std::isnan(x)) continue;
+      const double want = rounded_by_mpfr(x, f->precision, f->emin, mx);
+      const double got = round_to_format_double(x, *f);
+      ASSERT_TRUE(got == want && std::signbit(got) == std::signbit(want)) << std::hexfloat << x << " fmt p" << f->precision;
+      ASSERT_EQ(decode_bits(round_to_format(x, *f), *f), want) << std::hexfloat << x;
+      if (std::isfinite(want)) {
+        ASSERT_EQ(decode_bits(encode_exact(want, *f), *f), want) << std::hexfloat << want;
+      }
+      ASSERT_EQ(ulp_at(x, *f), ulp_by_frexp(x, *f)) << std::hexfloat << x;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 700000);
 }

@@ -42,10 +42,7 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-double round_to_dtype(double x, DType id) {
-  const FloatFormat& f = *dtype_info(id).format;
-  return decode_bits(round_to_format(x, f), f);
-}
+double round_to_dtype(double x, DType id) { return round_to_format_double(x, *dtype_info(id).format); }
 
 uint64_t dtype_bits(double exact_value, DType id) {
   return encode_exact(exact_value, *dtype_info(id).format);

@@ -26,6 +26,9 @@ uint64_t encode_exact(double value, const FloatFormat& fmt);
 /// Rounds `x` to `fmt`, to nearest with ties to even, in one step (no double rounding).
 uint64_t round_to_format(double x, const FloatFormat& fmt);
 
+/// The same rounding as a double (decode_bits(round_to_format(x))), without the encoding.
+double round_to_format_double(double x, const FloatFormat& fmt);
+
 /// Largest finite value of `fmt`.
 double max_finite(const FloatFormat& fmt);
 

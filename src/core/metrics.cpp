@@ -71,14 +71,15 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
     return e;
   }
   // Work in the reference's scaled domain so that errors of tiny values do not underflow.
-  const double signed_diff = (std::ldexp(got, -ref.scale) - ref.hi) - ref.lo;
+  const auto scaled = [&](double v, int k) { return ref.scale == 0 ? v : std::ldexp(v, k); };  // libm only for scaled values
+  const double signed_diff = (scaled(got, -ref.scale) - ref.hi) - ref.lo;
   const double diff = std::fabs(signed_diff);
   const double mag = std::fabs(ref.approx());
-  e.abs_err = std::ldexp(diff, ref.scale);
+  e.abs_err = scaled(diff, ref.scale);
   e.ref_abs = mag;
   e.rel_err = ref.hi != 0 ? diff / std::fabs(ref.hi) : (diff > 0 ? kInf : 0.0);
   e.mollified = e.abs_err / std::max(mag, 1.0);
-  e.ulp_err = diff / std::ldexp(ulp_at(mag, fmt), -ref.scale);
+  e.ulp_err = diff / scaled(ulp_at(mag, fmt), -ref.scale);
   const uint64_t bits = encode_exact(got, fmt);
   e.ulp_distance = value_steps(bits, encode_exact(ref.rounded, fmt), fmt);
   if (std::isfinite(ref.rounded_alt))
@@ -87,7 +88,7 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
     if (mode == Judging::verdict) judge_by_envelope(got, env, e);
     return e;
   }
-  const double scaled_bound = std::ldexp(bound, -ref.scale);
+  const double scaled_bound = scaled(bound, -ref.scale);
   e.bound_ratio = bound > 0 ? diff / scaled_bound : (diff > 0 ? kInf : 0.0);
   e.signed_ratio = bound > 0 ? signed_diff / scaled_bound : 0.0;
   if (e.rounding_undecided && e.ulp_distance == 0) return e;  // either candidate rounding is accepted
