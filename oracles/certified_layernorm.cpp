@@ -1,22 +1,139 @@
 #include "oracles/certified_layernorm.hpp"
+
+#include <algorithm>
+
+#include "oracles/certificate_accounting.hpp"
 #include "oracles/certified_rms_block.hpp"
 
 namespace normcheck::oracle {
 
+// The precision cascade (docs/bounds.md section 18): double ball, double-double ball, MPFI at 168,
+// 500 and 1330 bits. A level whose every output is accepted (radius within 1e-3 ULP, rounding
+// decided) ends it. Otherwise, when the level accepted every column output (dgamma, dbeta: sums over
+// all rows) and at most half the rows fail, only the failing rows are evaluated again at the next
+// levels (each row's y, dx, du and statistics depend on that row alone) and spliced in; else the whole
+// case goes to the next level. The double ball is not tried for f64 outputs: a 53-bit midpoint
+// cannot reach 1e-3 ULP of binary64 unless every output is exact.
+
 namespace {
 
-using Evaluator = CertifiedLayerNorm (*)(const LayerNormCase&, bool);
+using LayerNormLevel = CertifiedLayerNorm (*)(const LayerNormCase&, bool);
+using JvpLevel = CertifiedLayerNormJvp (*)(const LayerNormCase&, const LayerNormTangents&);
+
+bool all_accepted(const std::vector<CertifiedValue>& v, const FloatFormat& fmt) {
+  return std::all_of(v.begin(), v.end(), [&](const CertifiedValue& cv) { return element_accepted(cv, fmt); });
+}
+
+/// Rows with an output in one of `per_row` (rows * n each) that the level did not accept.
+std::vector<int64_t> failing_rows(std::initializer_list<const std::vector<CertifiedValue>*> per_row, const LayerNormCase& c) {
+  const FloatFormat& fmt = *dtype_info(c.dtype).format;
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < c.rows; ++i) {
+    bool ok = true;
+    for (const auto* v : per_row)
+      for (int64_t j = 0; ok && j < c.n && !v->empty(); ++j) ok = element_accepted((*v)[static_cast<size_t>(i * c.n + j)], fmt);
+    if (!ok) rows.push_back(i);
+  }
+  return rows;
+}
+
+/// The rows `rows` of a rows * n tensor (empty stays empty).
+template <class T>
+std::vector<T> take_rows(const std::vector<T>& v, const std::vector<int64_t>& rows, int64_t n) {
+  std::vector<T> out;
+  if (v.empty()) return out;
+  out.reserve(rows.size() * static_cast<size_t>(n));
+  for (int64_t i : rows) out.insert(out.end(), v.begin() + i * n, v.begin() + (i + 1) * n);
+  return out;
+}
+
+/// Writes the rows of `part` (rows.size() * n) back into rows `rows` of `whole`.
+template <class T>
+void put_rows(std::vector<T>& whole, const std::vector<T>& part, const std::vector<int64_t>& rows, int64_t n) {
+  if (whole.empty() || part.empty()) return;
+  for (size_t k = 0; k < rows.size(); ++k)
+    std::copy(part.begin() + static_cast<int64_t>(k) * n, part.begin() + static_cast<int64_t>(k + 1) * n, whole.begin() + rows[k] * n);
+}
+
+LayerNormCase case_of_rows(const LayerNormCase& c, const std::vector<int64_t>& rows) {
+  LayerNormCase sub = c;
+  sub.rows = static_cast<int64_t>(rows.size());
+  sub.x = take_rows(c.x, rows, c.n);
+  sub.dy = take_rows(c.dy, rows, c.n);
+  return sub;
+}
+
+/// Recomputes the accounting of a result from its outputs.
+template <class Result>
+void recount(Result& r, std::initializer_list<const std::vector<CertifiedValue>*> outputs, DType dt) {
+  const FloatFormat& fmt = *dtype_info(dt).format;
+  r.max_err_ulps = r.max_rel_err = 0;
+  r.undecided_roundings = 0;
+  for (const auto* v : outputs)
+    for (const CertifiedValue& cv : *v) account_element(cv, fmt, r);
+  r.certified = r.max_err_ulps <= kRequiredUlpFraction;
+}
+
+/// Worth re-evaluating only some rows: the columns are settled and at most half the rows fail.
+bool rows_can_fall_through(size_t failing, int64_t rows) { return failing > 0 && 2 * static_cast<int64_t>(failing) <= rows; }
+
+CertifiedLayerNorm cascade(const std::vector<LayerNormLevel>& levels, size_t first, const LayerNormCase& c, bool with_vjp) {
+  CertifiedLayerNorm r;
+  for (size_t level = first; level < levels.size(); ++level) {
+    r = levels[level](c, with_vjp);
+    if (accepted(r) || level + 1 == levels.size()) return r;
+    const FloatFormat& fmt = *dtype_info(c.dtype).format;
+    if (!all_accepted(r.dgamma, fmt) || !all_accepted(r.dbeta, fmt)) continue;
+    const std::vector<int64_t> rows = failing_rows({&r.y, &r.dx}, c);
+    if (!rows_can_fall_through(rows.size(), c.rows)) continue;
+    const CertifiedLayerNorm part = cascade(levels, level + 1, case_of_rows(c, rows), with_vjp);
+    put_rows(r.y, part.y, rows, c.n);
+    put_rows(r.dx, part.dx, rows, c.n);
+    for (auto [whole, piece] : {std::pair{&r.mean, &part.mean}, {&r.var, &part.var}, {&r.rstd, &part.rstd},
+                                {&r.mean_rad, &part.mean_rad}, {&r.var_rad, &part.var_rad}, {&r.rstd_rad, &part.rstd_rad}})
+      put_rows(*whole, *piece, rows, 1);
+    r.precision_bits = std::max(r.precision_bits, part.precision_bits);  // reported: the highest level used
+    recount(r, {&r.y, &r.dx, &r.dgamma, &r.dbeta}, c.dtype);
+    return r;
+  }
+  return r;
+}
+
+CertifiedLayerNormJvp cascade_jvp(const std::vector<JvpLevel>& levels, size_t first, const LayerNormCase& c, const LayerNormTangents& t) {
+  CertifiedLayerNormJvp r;
+  for (size_t level = first; level < levels.size(); ++level) {
+    r = levels[level](c, t);
+    if (accepted(r) || level + 1 == levels.size()) return r;
+    const std::vector<int64_t> rows = failing_rows({&r.du}, c);
+    if (!rows_can_fall_through(rows.size(), c.rows)) continue;
+    LayerNormTangents sub_t = t;
+    sub_t.dx = take_rows(t.dx, rows, c.n);
+    const CertifiedLayerNormJvp part = cascade_jvp(levels, level + 1, case_of_rows(c, rows), sub_t);
+    put_rows(r.du, part.du, rows, c.n);
+    r.precision_bits = std::max(r.precision_bits, part.precision_bits);
+    recount(r, {&r.du}, c.dtype);
+    return r;
+  }
+  return r;
+}
 
 }  // namespace
 
 CertifiedLayerNorm certified_layernorm(const LayerNormCase& c, bool with_vjp) {
-  return escalate_until_accepted<CertifiedLayerNorm>(
-      {evaluate_layernorm_ball, evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150, evaluate_layernorm_mpfi400}, c, with_vjp);
+  if (c.dtype == DType::f64)
+    return cascade({evaluate_layernorm_dd_ball, evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150, evaluate_layernorm_mpfi400}, 0, c, with_vjp);
+  return cascade({evaluate_layernorm_ball, evaluate_layernorm_dd_ball, evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150,
+                  evaluate_layernorm_mpfi400},
+                 0, c, with_vjp);
 }
 
 CertifiedLayerNormJvp certified_layernorm_jvp(const LayerNormCase& c, const LayerNormTangents& t) {
-  return escalate_until_accepted<CertifiedLayerNormJvp>(
-      {evaluate_layernorm_jvp_ball, evaluate_layernorm_jvp_mpfi50, evaluate_layernorm_jvp_mpfi150, evaluate_layernorm_jvp_mpfi400}, c, t);
+  if (c.dtype == DType::f64)
+    return cascade_jvp({evaluate_layernorm_jvp_dd_ball, evaluate_layernorm_jvp_mpfi50, evaluate_layernorm_jvp_mpfi150, evaluate_layernorm_jvp_mpfi400}, 0,
+                       c, t);
+  return cascade_jvp({evaluate_layernorm_jvp_ball, evaluate_layernorm_jvp_dd_ball, evaluate_layernorm_jvp_mpfi50,
+                      evaluate_layernorm_jvp_mpfi150, evaluate_layernorm_jvp_mpfi400},
+                     0, c, t);
 }
 
 CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
@@ -25,8 +142,10 @@ CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
 }
 
 CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp) {
-  return escalate_until_accepted<CertifiedLayerNorm>(
-      {evaluate_rmsnorm_ball, evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400}, c, with_vjp);
+  if (c.dtype == DType::f64)
+    return cascade({evaluate_rmsnorm_dd_ball, evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400}, 0, c, with_vjp);
+  return cascade({evaluate_rmsnorm_ball, evaluate_rmsnorm_dd_ball, evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400}, 0,
+                 c, with_vjp);
 }
 
 }  // namespace normcheck::oracle

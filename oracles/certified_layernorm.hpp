@@ -15,7 +15,7 @@ struct CertifiedLayerNorm {
   std::vector<CertifiedValue> dbeta;   ///< VJP bias cotangent, n
   std::vector<double> mean, var, rstd; ///< per-row statistics, nearest double
   std::vector<double> mean_rad, var_rad, rstd_rad;  ///< certified |exact - nearest double|, per row
-  int precision_bits = 0;              ///< working precision of the accepted evaluation
+  int precision_bits = 0;              ///< working precision of the accepted evaluation (the highest level any row needed)
   double max_err_ulps = 0;  ///< certified: max over outputs of rad / ulp_dtype(value)
   double max_rel_err = 0;   ///< certified: max over nonzero outputs of rad / |value|
   bool certified = false;   ///< max_err_ulps <= kRequiredUlpFraction
@@ -40,6 +40,12 @@ struct CertifiedLayerNormJvp {
 CertifiedLayerNorm evaluate_layernorm_ball(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNorm evaluate_rmsnorm_ball(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNormJvp evaluate_layernorm_jvp_ball(const LayerNormCase& c, const LayerNormTangents& t);
+
+/// The double-double ball level (oracles/dd_ball.hpp, 106-bit midpoints with rigorous radii): f64
+/// outputs and the cancellations the double ball cannot resolve, before MPFI.
+CertifiedLayerNorm evaluate_layernorm_dd_ball(const LayerNormCase& c, bool with_vjp);
+CertifiedLayerNorm evaluate_rmsnorm_dd_ball(const LayerNormCase& c, bool with_vjp);
+CertifiedLayerNormJvp evaluate_layernorm_jvp_dd_ball(const LayerNormCase& c, const LayerNormTangents& t);
 
 CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi50(const LayerNormCase& c, const LayerNormTangents& t);
 CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi150(const LayerNormCase& c, const LayerNormTangents& t);

@@ -1,32 +1,137 @@
 #include "oracles/certify_ball.hpp"
 
+#include "core/float_format.hpp"
+
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace normcheck::oracle {
 
-CertifiedValue certify_ball(const Ball& b, DType dtype) {
+namespace {
+
+/// std::nextafter(x, +-inf) by stepping the bit pattern (no libm call in the per-output path).
+double step(double x, bool up) {
+  if (!(std::fabs(x) < HUGE_VAL)) return std::nextafter(x, up ? HUGE_VAL : -HUGE_VAL);
+  if (x == 0) return up ? 0x1p-1074 : -0x1p-1074;
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits = (x > 0) == up ? bits + 1 : bits - 1;
+  std::memcpy(&x, &bits, sizeof bits);
+  return x;
+}
+double step_up(double x) { return step(x, true); }
+double step_down(double x) { return step(x, false); }
+
+/// The fast test: hi + lo +- rad lies strictly within a quarter ULP of r = round(hi), hence inside r's
+/// rounding interval on both sides (the spacing below a power of two is half the one above). |hi - r|
+/// is exact (Sterbenz: hi lies within [r/2, 2r]); the sum of three nonnegatives is rounded up by the
+/// factor (1 + 2^-50) >= (1 - u)^-3. r = 0 and overflow take the slow path (the sign of zero, the
+/// threshold).
+bool decided_near(double hi, double lo, double rad, DType dtype, double& r) {
+  r = round_to_dtype(hi, dtype);
+  if (r == 0 || !(std::fabs(r) < HUGE_VAL)) return false;
+  const double quarter = ulp_at(r, *dtype_info(dtype).format) / 4;
+  return (std::fabs(hi - r) + std::fabs(lo) + rad) * (1 + 0x1p-50) < quarter;
+}
+
+CertifiedValue unbounded_certificate() {
   CertifiedValue out;
-  const double lower = std::nextafter(b.mid - b.rad, -HUGE_VAL), upper = std::nextafter(b.mid + b.rad, HUGE_VAL);
-  if (!b.bounded() || !std::isfinite(lower) || !std::isfinite(upper)) {
-    out.hi = out.rounded = out.rounded_alt = std::numeric_limits<double>::quiet_NaN();
-    out.rad = std::numeric_limits<double>::infinity();
-    out.rounding_decided = false;
-    return out;
-  }
-  out.hi = b.mid;
-  out.rad = b.rad;
-  if (b.rad == 0) {  // an exact double: its rounding is decided
-    out.rounded = out.rounded_alt = round_to_dtype(b.mid, dtype);
-    return out;
-  }
-  // The real value lies in [lower, upper]: rounding is monotone, so equal roundings of the ends decide it.
+  out.hi = out.rounded = out.rounded_alt = std::numeric_limits<double>::quiet_NaN();
+  out.rad = std::numeric_limits<double>::infinity();
+  out.rounding_decided = false;
+  return out;
+}
+
+/// The real value lies in [lower, upper]: rounding is monotone, so equal roundings of the ends decide it.
+void decide_between(double lower, double upper, DType dtype, CertifiedValue& out) {
   const double r_low = round_to_dtype(lower, dtype), r_high = round_to_dtype(upper, dtype);
   out.rounded = r_low;
   out.rounded_alt = r_high;
   out.rounding_decided = r_low == r_high;  // -0 == +0
   out.zero_sign_undecided = r_low == 0 && r_high == 0 && std::signbit(r_low) != std::signbit(r_high);
   if (out.zero_sign_undecided) out.rounded = out.rounded_alt = 0.0;
+}
+
+/// f64 outputs of a double-double ball: hi is the nearest double of hi + lo; the ball rounds to hi
+/// when hi + [lo_down, lo_up] lies strictly between the midpoints to hi's neighbours (half-spacings
+/// are exact doubles outside the subnormal range; ties and the overflow edge stay undecided).
+void decide_f64(double hi, double lo_down, double lo_up, CertifiedValue& out) {
+  const double below = step_down(hi), above = step_up(hi);
+  const double half_below = (hi - below) / 2, half_above = (above - hi) / 2;
+  const bool normal = std::fabs(hi) >= 0x1p-1020 || hi == 0;
+  const bool in_range = std::isfinite(below) && std::isfinite(above);
+  const bool low_inside = lo_down > -half_below, high_inside = lo_up < half_above;
+  out.rounded = low_inside ? hi : below;
+  out.rounded_alt = high_inside ? hi : above;
+  out.rounding_decided = normal && in_range && hi != 0 && low_inside && high_inside;
+  if (hi == 0) {  // a value near 0: decided only when exactly 0 (lo_down = lo_up = 0 is handled by the caller)
+    out.rounded = lo_down;
+    out.rounded_alt = lo_up;
+  }
+}
+
+/// f64 rounding of the exact value hi + lo (lo != 0, |lo| <= half the spacing, hi = RN(hi + lo)).
+void decide_f64_exact(double hi, double lo, CertifiedValue& out) {
+  const double toward = step(hi, lo > 0);
+  const bool tie = std::fabs(hi) >= 0x1p-1020 && std::isfinite(toward) && std::fabs(lo) == std::fabs(toward - hi) / 2;
+  uint64_t bits;
+  std::memcpy(&bits, &hi, sizeof bits);
+  const bool hi_even = (bits & 1) == 0;
+  out.rounded = out.rounded_alt = tie && !hi_even ? toward : hi;
+  out.rounding_decided = std::fabs(hi) >= 0x1p-1020;  // half-spacings exact; below, MPFI decides
+}
+
+}  // namespace
+
+CertifiedValue certify_dd_ball(const DdBall& b, DType dtype) {
+  if (!b.bounded()) return unbounded_certificate();
+  CertifiedValue out;
+  out.hi = b.hi;
+  out.lo = b.lo;
+  out.rad = b.rad;
+  if (b.rad == 0 && b.lo == 0) {  // an exact double: its rounding is decided
+    out.rounded = out.rounded_alt = round_to_dtype(b.hi, dtype);
+    return out;
+  }
+  // lo -+ rad as doubles one step outside the real offsets (a rounding moves by at most half a step).
+  const double lo_down = step_down(b.lo - b.rad), lo_up = step_up(b.lo + b.rad);
+  if (dtype == DType::f64 && b.rad == 0) {  // exactly hi + lo, |lo| <= half a spacing: a tie goes to the even neighbour
+    decide_f64_exact(b.hi, b.lo, out);
+    return out;
+  }
+  if (dtype == DType::f64) {
+    decide_f64(b.hi, lo_down, lo_up, out);
+    return out;
+  }
+  double r;
+  if (decided_near(b.hi, b.lo, b.rad, dtype, r)) {
+    out.rounded = out.rounded_alt = r;
+    return out;
+  }
+  const double lower = step_down(b.hi + lo_down), upper = step_up(b.hi + lo_up);
+  if (!std::isfinite(lower) || !std::isfinite(upper)) return unbounded_certificate();
+  decide_between(lower, upper, dtype, out);
+  return out;
+}
+
+CertifiedValue certify_ball(const Ball& b, DType dtype) {
+  CertifiedValue out;
+  const double lower = step_down(b.mid - b.rad), upper = step_up(b.mid + b.rad);
+  if (!b.bounded() || !std::isfinite(lower) || !std::isfinite(upper)) return unbounded_certificate();
+  out.hi = b.mid;
+  out.rad = b.rad;
+  if (b.rad == 0) {  // an exact double: its rounding is decided
+    out.rounded = out.rounded_alt = round_to_dtype(b.mid, dtype);
+    return out;
+  }
+  double r;
+  if (decided_near(b.mid, 0.0, b.rad, dtype, r)) {
+    out.rounded = out.rounded_alt = r;
+    return out;
+  }
+  decide_between(lower, upper, dtype, out);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include "core/certified_value.hpp"
 #include "core/dtype.hpp"
 #include "oracles/ball.hpp"
+#include "oracles/dd_ball.hpp"
 
 namespace normcheck::oracle {
 
@@ -11,5 +12,10 @@ namespace normcheck::oracle {
 /// mid -+ rad (below and above the real endpoints whatever the rounding of mid -+ rad); an
 /// unbounded ball (overflow, NaN, a division by a ball containing 0) gives an unbounded certificate.
 CertifiedValue certify_ball(const Ball& b, DType dtype);
+
+/// hi, lo, rad of the double-double ball, scale 0. For f16, bf16 and f32 the rounding is decided as
+/// for the double ball, on doubles just outside hi + (lo -+ rad); for f64 when hi + lo -+ rad lie
+/// strictly inside hi's rounding interval (hi -+ half the spacing to its neighbours).
+CertifiedValue certify_dd_ball(const DdBall& b, DType dtype);
 
 }  // namespace normcheck::oracle

@@ -52,17 +52,23 @@ void layernorm_normalize(const LayerNormCase& c, std::vector<Real>& z, LayerNorm
   }
 }
 
-/// y = gamma * z + beta.
+/// y = gamma * z + beta from the normalized rows.
 template <class Real>
-void layernorm_forward(const LayerNormCase& c, std::vector<Real>& y, LayerNormStats<Real>& s) {
-  std::vector<Real> z;
-  layernorm_normalize(c, z, s);
+void layernorm_affine(const LayerNormCase& c, const std::vector<Real>& z, std::vector<Real>& y) {
   y.resize(z.size());
   for (int64_t i = 0; i < c.rows; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
       const auto k = static_cast<size_t>(i * c.n + j);
       y[k] = Real(c.gamma[static_cast<size_t>(j)]) * z[k] + Real(c.beta[static_cast<size_t>(j)]);
     }
+}
+
+/// y = gamma * z + beta.
+template <class Real>
+void layernorm_forward(const LayerNormCase& c, std::vector<Real>& y, LayerNormStats<Real>& s) {
+  std::vector<Real> z;
+  layernorm_normalize(c, z, s);
+  layernorm_affine(c, z, y);
 }
 
 /// Directional derivative of the forward map along (dx, dgamma, dbeta); tangents given in Real.
@@ -92,13 +98,11 @@ void layernorm_jvp(const LayerNormCase& c, const std::vector<Real>& dx, const st
   }
 }
 
-/// Cotangents (dx, dgamma, dbeta) of the forward map for the output cotangent dy.
+/// The VJP from the normalized rows z and their statistics (layernorm_normalize), shared with the forward.
 template <class Real>
-void layernorm_vjp(const LayerNormCase& c, const std::vector<Real>& dy, std::vector<Real>& dx,
-                   std::vector<Real>& dgamma, std::vector<Real>& dbeta) {
-  std::vector<Real> z;
-  LayerNormStats<Real> s;
-  layernorm_normalize(c, z, s);
+void layernorm_vjp_normalized(const LayerNormCase& c, const std::vector<Real>& z, const LayerNormStats<Real>& s,
+                              const std::vector<Real>& dy, std::vector<Real>& dx, std::vector<Real>& dgamma,
+                              std::vector<Real>& dbeta) {
   const Real n_real(static_cast<double>(c.n));
   dx.resize(z.size());
   dgamma.assign(static_cast<size_t>(c.n), Real(0));
@@ -119,6 +123,16 @@ void layernorm_vjp(const LayerNormCase& c, const std::vector<Real>& dy, std::vec
     const Real& r = s.rstd[static_cast<size_t>(i)];
     for (int64_t j = 0; j < c.n; ++j) dx[base + j] = r * (g[j] - mean_g - z[base + j] * mean_zg);
   }
+}
+
+/// Cotangents (dx, dgamma, dbeta) of the forward map for the output cotangent dy.
+template <class Real>
+void layernorm_vjp(const LayerNormCase& c, const std::vector<Real>& dy, std::vector<Real>& dx,
+                   std::vector<Real>& dgamma, std::vector<Real>& dbeta) {
+  std::vector<Real> z;
+  LayerNormStats<Real> s;
+  layernorm_normalize(c, z, s);
+  layernorm_vjp_normalized(c, z, s, dy, dx, dgamma, dbeta);
 }
 
 /// Lifts exact doubles to Real.

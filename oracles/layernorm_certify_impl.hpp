@@ -8,6 +8,7 @@
 #include "oracles/certified_layernorm.hpp"
 #include "oracles/certified_rms_block.hpp"
 #include "oracles/ball.hpp"
+#include "oracles/certificate_accounting.hpp"
 #include "oracles/certify_ball.hpp"
 #include "oracles/certify_interval.hpp"
 #include "oracles/layernorm.hpp"
@@ -15,12 +16,13 @@
 
 namespace normcheck::oracle::detail {
 
-/// The certificate of one value of the oracle's Real type: an MPFI interval or a double ball.
+/// The certificate of one value of the oracle's Real type: an MPFI interval, a double or double-double ball.
 template <class Interval>
 CertifiedValue certify_element(const Interval& e, DType dtype) {
   return certify_interval(e.backend().data(), dtype);
 }
 inline CertifiedValue certify_element(const Ball& b, DType dtype) { return certify_ball(b, dtype); }
+inline CertifiedValue certify_element(const DdBall& b, DType dtype) { return certify_dd_ball(b, dtype); }
 
 template <class Interval>
 std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dtype, CertifiedLayerNorm& out) {
@@ -29,11 +31,7 @@ std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dt
   const FloatFormat& fmt = *dtype_info(dtype).format;
   for (const auto& e : v) {
     r.push_back(certify_element(e, dtype));
-    const CertifiedValue& cv = r.back();
-    out.max_err_ulps = std::max(out.max_err_ulps, cv.rad_in(ulp_at(cv.approx(), fmt)));
-    if (cv.hi != 0) out.max_rel_err = std::max(out.max_rel_err, cv.rad / std::fabs(cv.hi));
-    if (cv.unbounded()) out.max_err_ulps = HUGE_VAL;
-    if (!cv.rounding_decided) ++out.undecided_roundings;
+    account_element(r.back(), fmt, out);
   }
   return r;
 }
@@ -56,16 +54,17 @@ template <class Interval>
 CertifiedLayerNorm evaluate(const LayerNormCase& c, bool with_vjp, int precision_bits) {
   CertifiedLayerNorm out;
   out.precision_bits = precision_bits;
-  std::vector<Interval> y;
+  std::vector<Interval> z, y;
   LayerNormStats<Interval> stats;
-  layernorm_forward(c, y, stats);
+  layernorm_normalize(c, z, stats);  // once, for the forward and the VJP
+  layernorm_affine(c, z, y);
   out.y = certify_all(y, c.dtype, out);
   mids(stats.mean, out.mean, out.mean_rad);
   mids(stats.var, out.var, out.var_rad);
   mids(stats.rstd, out.rstd, out.rstd_rad);
   if (with_vjp) {
     std::vector<Interval> dx, dg, db;
-    layernorm_vjp(c, to_real<Interval>(c.dy), dx, dg, db);
+    layernorm_vjp_normalized(c, z, stats, to_real<Interval>(c.dy), dx, dg, db);
     out.dx = certify_all(dx, c.dtype, out);
     out.dgamma = certify_all(dg, c.dtype, out);
     out.dbeta = certify_all(db, c.dtype, out);
@@ -107,15 +106,16 @@ CertifiedLayerNorm evaluate_rms(const LayerNormCase& c, bool with_vjp, int preci
   CertifiedLayerNorm out;
   out.precision_bits = precision_bits;
   const RmsBlockCase rc = rms_case_of(c);
-  out.y = certify_all(rmsnorm_forward<Interval>(rc), c.dtype, out);
-  const std::vector<Interval> r = rms_reciprocal<Interval>(rc);
+  const std::vector<Interval> ms = mean_of_squares<Interval>(rc);  // once, for the forward and the VJP
+  const std::vector<Interval> r = rms_reciprocal_of(rc, ms);
+  out.y = certify_all(rmsnorm_forward_given(rc, r), c.dtype, out);
   const std::vector<Interval> zero(r.size(), Interval(0));
   mids(zero, out.mean, out.mean_rad);
-  mids(mean_of_squares<Interval>(rc), out.var, out.var_rad);
+  mids(ms, out.var, out.var_rad);
   mids(r, out.rstd, out.rstd_rad);
   if (with_vjp) {
     std::vector<Interval> dg;
-    out.dx = certify_all(rmsnorm_vjp(rc, to_real<Interval>(c.dy), dg), c.dtype, out);
+    out.dx = certify_all(rmsnorm_vjp_given(rc, r, to_real<Interval>(c.dy), dg), c.dtype, out);
     out.dgamma = certify_all(dg, c.dtype, out);
   }
   out.certified = out.max_err_ulps <= kRequiredUlpFraction;

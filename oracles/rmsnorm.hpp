@@ -26,22 +26,32 @@ std::vector<Real> mean_of_squares(const RmsBlockCase& c) {
   return ms;
 }
 
+/// Per-row reciprocal RMS r = (ms + eps)^(-1/2) from the mean of squares.
+template <class Real>
+std::vector<Real> rms_reciprocal_of(const RmsBlockCase& c, std::vector<Real> ms) {
+  for (Real& v : ms) v = Real(1) / sqrt(v + Real(c.eps));
+  return ms;
+}
+
 /// Per-row reciprocal RMS r = (mean(x^2) + eps)^(-1/2).
 template <class Real>
 std::vector<Real> rms_reciprocal(const RmsBlockCase& c) {
-  std::vector<Real> r = mean_of_squares<Real>(c);
-  for (Real& v : r) v = Real(1) / sqrt(v + Real(c.eps));
-  return r;
+  return rms_reciprocal_of(c, mean_of_squares<Real>(c));
+}
+
+/// RMSNorm forward u = g * r x (rows * n) from the reciprocal RMS of each row.
+template <class Real>
+std::vector<Real> rmsnorm_forward_given(const RmsBlockCase& c, const std::vector<Real>& r) {
+  std::vector<Real> u(c.x.size());
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t j = 0; j < c.n; ++j) u[i * c.n + j] = Real(c.g[j]) * (r[i] * Real(c.x[i * c.n + j]));
+  return u;
 }
 
 /// RMSNorm forward u = g * r x (rows * n).
 template <class Real>
 std::vector<Real> rmsnorm_forward(const RmsBlockCase& c) {
-  const auto r = rms_reciprocal<Real>(c);
-  std::vector<Real> u(c.x.size());
-  for (int64_t i = 0; i < c.rows; ++i)
-    for (int64_t j = 0; j < c.n; ++j) u[i * c.n + j] = Real(c.g[j]) * (r[i] * Real(c.x[i * c.n + j]));
-  return u;
+  return rmsnorm_forward_given(c, rms_reciprocal<Real>(c));
 }
 
 /// RMSNorm JVP along (dx, dg).
@@ -61,10 +71,11 @@ std::vector<Real> rmsnorm_jvp(const RmsBlockCase& c, const std::vector<Real>& dx
   return du;
 }
 
-/// RMSNorm VJP for the cotangent cu (rows * n): returns dx; accumulates dg (size n).
+/// RMSNorm VJP for the cotangent cu (rows * n) from the reciprocal RMS of each row: returns dx;
+/// accumulates dg (size n).
 template <class Real>
-std::vector<Real> rmsnorm_vjp(const RmsBlockCase& c, const std::vector<Real>& cu, std::vector<Real>& dg) {
-  const auto r = rms_reciprocal<Real>(c);
+std::vector<Real> rmsnorm_vjp_given(const RmsBlockCase& c, const std::vector<Real>& r, const std::vector<Real>& cu,
+                                    std::vector<Real>& dg) {
   std::vector<Real> dx(c.x.size());
   dg.assign(static_cast<size_t>(c.n), Real(0));
   for (int64_t i = 0; i < c.rows; ++i) {
@@ -81,6 +92,12 @@ std::vector<Real> rmsnorm_vjp(const RmsBlockCase& c, const std::vector<Real>& cu
     }
   }
   return dx;
+}
+
+/// RMSNorm VJP for the cotangent cu (rows * n): returns dx; accumulates dg (size n).
+template <class Real>
+std::vector<Real> rmsnorm_vjp(const RmsBlockCase& c, const std::vector<Real>& cu, std::vector<Real>& dg) {
+  return rmsnorm_vjp_given(c, rms_reciprocal<Real>(c), cu, dg);
 }
 
 /// Block forward, composed: y = W (g * r x) + b (rows * m).

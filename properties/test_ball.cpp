@@ -1,6 +1,6 @@
-// The double ball (oracles/ball.hpp) is a rigorous enclosure: every rule contains the exact result
+// The double ball (oracles/ball.hpp) and the double-double ball (oracles/dd_ball.hpp) are rigorous enclosures: every rule contains the exact result
 // of the operation at the corners and centre of its input balls (checked in 330-bit MPFR), on
-// random and adversarial operands (huge, tiny, subnormal, cancelling), and the ball level of the
+// random and adversarial operands (huge, tiny, subnormal, cancelling), and the ball levels of the
 // LayerNorm, RMSNorm and JVP oracles contains the MPFI level's midpoint of every output and, where
 // both decide the rounding to the dtype, rounds to the same value, always.
 #include <cmath>
@@ -10,12 +10,19 @@
 #include <rapidcheck/gtest.h>
 
 #include "oracles/ball.hpp"
+#include "oracles/dd_ball.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "properties/generators.hpp"
 #include "properties/jvp_generators.hpp"
+#include "suite/runner.hpp"
+#include "suite/suites.hpp"
+
+#include <fmt/format.h>
+#include <map>
 
 using namespace normcheck;
 using oracle::Ball;
+using oracle::DdBall;
 using Big = boost::multiprecision::number<boost::multiprecision::mpfr_float_backend<100>, boost::multiprecision::et_off>;
 
 namespace {
@@ -56,7 +63,69 @@ void check_contains(const Ball& got, const Exact& exact_values) {
   }
 }
 
+/// A normalized double-double ball: hi adversarial, lo below half an ULP of hi (or 0), radius 0, far
+/// below the midpoint's precision, comparable to it, or subnormal.
+DdBall adversarial_dd_ball() {
+  const double h = adversarial_double();
+  const int lo_kind = *rc::gen::inRange(0, 3);
+  const double l0 = lo_kind == 0 ? 0.0 : *rc::gen::element(-1.0, 1.0) * std::fabs(h) * std::ldexp(1.0 + *rc::gen::inRange(0, 1 << 20) * 0x1p-20, -*rc::gen::inRange(54, 80));
+  double hi, lo;
+  oracle::dd_detail::two_sum(h, l0, hi, lo);
+  const int r = *rc::gen::inRange(0, 4);
+  const double rad = r == 0 ? 0.0 : std::fabs(hi) * std::ldexp(1.0, -*rc::gen::inRange(r == 1 ? 40 : 90, r == 1 ? 60 : 120)) + (r == 3 ? 0x1p-1070 : 0.0);
+  return {hi, lo, rad};
+}
+
+/// The corners and centre of a double-double ball, exactly (in Big).
+std::vector<Big> points(const DdBall& b) {
+  const Big m = Big(b.hi) + Big(b.lo);
+  return {m - Big(b.rad), m, m + Big(b.rad)};
+}
+
+/// |exact - (hi + lo)| <= rad for every exact value, or the ball is unbounded.
+void check_contains(const DdBall& got, const std::vector<Big>& exact_values) {
+  if (!got.bounded()) return;
+  RC_ASSERT(std::fabs(got.lo) <= std::fabs(std::nextafter(got.hi, HUGE_VAL) - got.hi));  // normalized
+  for (const Big& e : exact_values) RC_ASSERT(abs(e - (Big(got.hi) + Big(got.lo))) <= Big(got.rad));
+}
+
 }  // namespace
+
+RC_GTEST_PROP(DdBall, SumDifferenceAndProductContainTheExactResult, ()) {
+  const DdBall a = adversarial_dd_ball(), b = adversarial_dd_ball();
+  std::vector<Big> sums, diffs, prods;
+  for (const Big& x : points(a))
+    for (const Big& y : points(b)) {
+      sums.push_back(x + y);
+      diffs.push_back(x - y);
+      prods.push_back(x * y);
+    }
+  check_contains(a + b, sums);
+  check_contains(a - b, diffs);
+  check_contains(a * b, prods);
+  if (a.rad == 0 && b.rad == 0 && a.lo == 0 && b.lo == 0 && std::fabs(a.hi * b.hi) >= 0x1p-960 && std::isfinite(a.hi * b.hi))
+    RC_ASSERT((a * b).rad == 0.0);  // a product of doubles is exact in double-double
+}
+
+RC_GTEST_PROP(DdBall, QuotientAndSquareRootContainTheExactResultOrAreUnbounded, ()) {
+  const DdBall a = adversarial_dd_ball(), b = adversarial_dd_ball();
+  const DdBall q = a / b;
+  if (std::fabs(b.hi) <= b.rad) RC_ASSERT(!q.bounded());  // a divisor ball containing 0
+  std::vector<Big> quots;
+  for (const Big& x : points(a))
+    for (const Big& y : points(b))
+      if (y != 0) quots.push_back(x / y);
+  check_contains(q, quots);
+  DdBall p = a;
+  if (p.hi < 0) p = -p;
+  std::vector<Big> roots;
+  for (const Big& x : points(p))
+    if (x >= 0) roots.push_back(sqrt(x));
+  const DdBall s = sqrt(p);
+  check_contains(s, roots);
+  if (p.hi > 0 && p.rad == 0 && p.lo == 0 && p.hi > 0x1p-900 && p.hi < 0x1p900)  // 106-bit accuracy on exact doubles
+    RC_ASSERT(s.rad <= std::ldexp(s.hi, -100));
+}
 
 RC_GTEST_PROP(Ball, SumAndDifferenceContainTheExactResult, ()) {
   const Ball a = adversarial_ball(), b = adversarial_ball();
@@ -116,18 +185,118 @@ RC_GTEST_PROP(Ball, TheBallLevelContainsTheMpfiMidpointOfEveryOutput, ()) {
       const Big mpfi_rad = mpfi[k].scale == 0 ? Big(mpfi[k].rad) : Big(ldexp(Big(mpfi[k].rad), mpfi[k].scale));
       // Both enclose the exact value, so they overlap: the MPFI midpoint is inside the ball up to
       // MPFI's own radius (2^-168 relative; a ball made exact by TwoSum can be tighter than that).
-      RC_ASSERT(abs(mid - Big(ball[k].hi)) <= Big(ball[k].rad) + mpfi_rad);
+      RC_ASSERT(ball[k].scale == 0);
+      RC_ASSERT(abs(mid - (Big(ball[k].hi) + Big(ball[k].lo))) <= Big(ball[k].rad) + mpfi_rad);
       if (ball[k].rounding_decided && mpfi[k].rounding_decided) RC_ASSERT(ball[k].rounded == mpfi[k].rounded);  // the same correct rounding
     }
   };
-  const oracle::CertifiedLayerNorm lb = oracle::evaluate_layernorm_ball(jc.c, true), lm = oracle::evaluate_layernorm_mpfi50(jc.c, true);
-  inside(lb.y, lm.y);
-  inside(lb.dx, lm.dx);
-  inside(lb.dgamma, lm.dgamma);
-  inside(lb.dbeta, lm.dbeta);
-  const oracle::CertifiedLayerNorm rb = oracle::evaluate_rmsnorm_ball(jc.c, true), rm = oracle::evaluate_rmsnorm_mpfi50(jc.c, true);
-  inside(rb.y, rm.y);
-  inside(rb.dx, rm.dx);
-  inside(rb.dgamma, rm.dgamma);
-  inside(oracle::evaluate_layernorm_jvp_ball(jc.c, jc.t).du, oracle::evaluate_layernorm_jvp_mpfi50(jc.c, jc.t).du);
+  const oracle::CertifiedLayerNorm lm = oracle::evaluate_layernorm_mpfi50(jc.c, true), rm = oracle::evaluate_rmsnorm_mpfi50(jc.c, true);
+  const std::vector<CertifiedValue> jm = oracle::evaluate_layernorm_jvp_mpfi50(jc.c, jc.t).du;
+  for (const bool dd : {false, true}) {
+    const oracle::CertifiedLayerNorm lb = dd ? oracle::evaluate_layernorm_dd_ball(jc.c, true) : oracle::evaluate_layernorm_ball(jc.c, true);
+    inside(lb.y, lm.y);
+    inside(lb.dx, lm.dx);
+    inside(lb.dgamma, lm.dgamma);
+    inside(lb.dbeta, lm.dbeta);
+    const oracle::CertifiedLayerNorm rb = dd ? oracle::evaluate_rmsnorm_dd_ball(jc.c, true) : oracle::evaluate_rmsnorm_ball(jc.c, true);
+    inside(rb.y, rm.y);
+    inside(rb.dx, rm.dx);
+    inside(rb.dgamma, rm.dgamma);
+    inside(dd ? oracle::evaluate_layernorm_jvp_dd_ball(jc.c, jc.t).du : oracle::evaluate_layernorm_jvp_ball(jc.c, jc.t).du, jm);
+  }
+}
+
+namespace {
+
+/// The MPFI path alone (168 -> 500 -> 1330 bits), as before the cascade.
+oracle::CertifiedLayerNorm mpfi_only(const LayerNormCase& c, bool rms) {
+  using Level = oracle::CertifiedLayerNorm (*)(const LayerNormCase&, bool);
+  const Level layernorm[] = {oracle::evaluate_layernorm_mpfi50, oracle::evaluate_layernorm_mpfi150, oracle::evaluate_layernorm_mpfi400};
+  const Level rmsnorm[] = {oracle::evaluate_rmsnorm_mpfi50, oracle::evaluate_rmsnorm_mpfi150, oracle::evaluate_rmsnorm_mpfi400};
+  oracle::CertifiedLayerNorm r;
+  for (Level level : rms ? rmsnorm : layernorm) {
+    r = level(c, true);
+    if (accepted(r)) break;
+  }
+  return r;
+}
+
+/// Every fast enclosure contains the MPFI midpoint (up to MPFI's radius) and every rounding both
+/// decide is equal; returns the number of elements compared.
+int64_t expect_agreement(const std::vector<CertifiedValue>& fast, const std::vector<CertifiedValue>& mpfi, const std::string& what) {
+  EXPECT_EQ(fast.size(), mpfi.size()) << what;
+  int64_t compared = 0;
+  for (size_t k = 0; k < std::min(fast.size(), mpfi.size()); ++k) {
+    if (fast[k].unbounded() || mpfi[k].unbounded()) continue;
+    const auto scaled = [](double v, int scale) { return scale == 0 ? Big(v) : Big(ldexp(Big(v), scale)); };
+    const Big mpfi_mid = scaled(mpfi[k].hi, mpfi[k].scale) + scaled(mpfi[k].lo, mpfi[k].scale);
+    const Big fast_mid = scaled(fast[k].hi, fast[k].scale) + scaled(fast[k].lo, fast[k].scale);
+    EXPECT_LE(abs(mpfi_mid - fast_mid), scaled(fast[k].rad, fast[k].scale) + scaled(mpfi[k].rad, mpfi[k].scale)) << what << " element " << k;
+    if (fast[k].rounding_decided && mpfi[k].rounding_decided)
+      EXPECT_EQ(fast[k].rounded, mpfi[k].rounded) << what << " element " << k << std::hexfloat << " fast " << fast[k].rounded << " mpfi " << mpfi[k].rounded;
+    ++compared;
+  }
+  return compared;
+}
+
+}  // namespace
+
+TEST(Cascade, AgreesWithTheMpfiPathOnEveryQuickSuiteCase) {
+  // The quick suite's per-op cases, built as the run builds them: the cascade's reference (double ball,
+  // double-double ball, then MPFI) against MPFI alone, output by output.
+  const RunConfig cfg = *suite_config("quick");
+  const size_t total = cfg.dtypes.size() * cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator);
+  std::map<int, int> levels;
+  int64_t compared = 0;
+  for (size_t i = 0; i < total; ++i) {
+    const WorkItem w = work_item_at(cfg.dtypes, cfg.generators.size(), cfg.cases_per_generator, i);
+    const LayerNormCase c = suite_case(cfg, w);
+    for (const bool rms : {false, true}) {
+      const oracle::CertifiedLayerNorm fast = rms ? oracle::certified_rmsnorm(c, true) : oracle::certified_layernorm(c, true);
+      const oracle::CertifiedLayerNorm mpfi = mpfi_only(c, rms);
+      ++levels[fast.precision_bits];
+      EXPECT_EQ(accepted(fast), accepted(mpfi)) << "case " << i;  // the cascade ends in the same MPFI levels
+      const std::string what = fmt::format("{} {} {} case {} seed {}", rms ? "rmsnorm" : "layernorm", dtype_info(w.dtype).name,
+                                           cfg.generators[w.generator_index], w.case_index, c.seed);
+      compared += expect_agreement(fast.y, mpfi.y, what + " y") + expect_agreement(fast.dx, mpfi.dx, what + " dx") +
+                  expect_agreement(fast.dgamma, mpfi.dgamma, what + " dgamma") + expect_agreement(fast.dbeta, mpfi.dbeta, what + " dbeta");
+    }
+  }
+  std::string by;
+  for (const auto& [bits, n] : levels) by += fmt::format(" {}:{}", bits, n);
+  std::printf("compared %lld outputs of %zu cases; certified by (bits:evaluations)%s\n", static_cast<long long>(compared), total, by.c_str());
+  EXPECT_GT(levels[53] + levels[106], 0);  // the fast levels are used
+  EXPECT_GT(compared, 0);
+}
+
+TEST(Cascade, OnlyTheRowsTheBallCannotCertifyAreEvaluatedAgain) {
+  // Eight f32 rows of 64 from `normal`, row 3 replaced by a `large_mean` row (mean 2^20 times the
+  // spread: the double ball's radius is too wide there): rows 0-2 and 4-7 keep the double ball's
+  // certificates, row 3 gets the double-double ball's, and every output agrees with MPFI alone.
+  gen::ShapeRequest shape;
+  shape.n = 64;
+  shape.rows = 8;
+  LayerNormCase c = gen::make_layernorm_case("normal", DType::f32, 7, shape);
+  const LayerNormCase hard = gen::make_layernorm_case("large_mean", DType::f32, 7, shape);
+  std::copy(hard.x.begin(), hard.x.begin() + c.n, c.x.begin() + 3 * c.n);
+  const oracle::CertifiedLayerNorm ball = oracle::evaluate_layernorm_ball(c, true), dd = oracle::evaluate_layernorm_dd_ball(c, true);
+  ASSERT_FALSE(accepted(ball));
+  const oracle::CertifiedLayerNorm got = oracle::certified_layernorm(c, true);
+  ASSERT_TRUE(accepted(got));
+  EXPECT_EQ(got.precision_bits, 106);
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t j = 0; j < c.n; ++j) {
+      const size_t k = static_cast<size_t>(i * c.n + j);
+      const oracle::CertifiedLayerNorm& from = i == 3 ? dd : ball;
+      EXPECT_EQ(got.y[k].hi, from.y[k].hi) << i << "," << j;
+      EXPECT_EQ(got.y[k].rad, from.y[k].rad) << i << "," << j;
+      EXPECT_EQ(got.dx[k].rad, from.dx[k].rad) << i << "," << j;
+    }
+  EXPECT_EQ(got.rstd[3], dd.rstd[3]);
+  EXPECT_EQ(got.rstd_rad[0], ball.rstd_rad[0]);
+  const oracle::CertifiedLayerNorm mpfi = mpfi_only(c, false);
+  expect_agreement(got.y, mpfi.y, "y");
+  expect_agreement(got.dx, mpfi.dx, "dx");
+  expect_agreement(got.dgamma, mpfi.dgamma, "dgamma");
+  expect_agreement(got.dbeta, mpfi.dbeta, "dbeta");
 }

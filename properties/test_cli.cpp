@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "properties/cli_harness.hpp"
+#include "properties/generators.hpp"
 #include "report/case_json.hpp"
 
 namespace {
@@ -373,16 +374,25 @@ TEST(Cli, BenchOracleReportsEveryPathAndTheLevelThatCertified) {
   const Outcome o = run_cli("bench-oracle --n 64 --dtypes bf16,f64 --cases 1 --repeats 1 --elements 256 --json " + out.string());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   const auto j = load(out);
-  EXPECT_EQ(j.at("rows").size(), 2u * 2u * 4u);  // layernorm, rmsnorm x bf16, f64 x four paths
+  EXPECT_EQ(j.at("rows").size(), 2u * 2u * 5u);  // layernorm, rmsnorm x bf16, f64 x five paths
   for (const auto& r : j.at("rows")) {
     EXPECT_GT(r.at("ns_per_element").get<double>(), 0);
+    EXPECT_EQ(r.at("generator"), "normal");
     if (r.at("path") != "cascade") continue;
     const std::string by = r.at("certified_by_bits").get<std::string>();
-    EXPECT_TRUE(by == "53:1" || by == "168:1" || by == "500:1" || by == "1330:1") << by;  // some level certified the case
+    EXPECT_TRUE(by == "53:1" || by == "106:1" || by == "168:1" || by == "500:1" || by == "1330:1") << by;  // some level certified the case
     if (r.at("dtype") == "f64") {
       EXPECT_NE(by, "53:1");  // a 53-bit ball never certifies f64 outputs
     }
   }
+  // Every generator but the corpus, and the slope of the cost against n.
+  const Outcome all = run_cli("bench-oracle --n 16 32 --dtypes bf16 --cases 1 --repeats 1 --elements 64 --generator all --json " + out.string());
+  ASSERT_EQ(all.exit_code, 0) << all.out << all.err;
+  const auto ja = load(out);
+  EXPECT_EQ(ja.at("generators").size(), normcheck::gen::row_generator_names().size() - 1);
+  EXPECT_EQ(ja.at("rows").size(), 2u * ja.at("generators").size() * 2u * 5u);
+  EXPECT_EQ(ja.at("slopes").size(), 2u * ja.at("generators").size() * 5u);
+  EXPECT_NE(all.out.find("log-log slope"), std::string::npos);
   for (const char* bad : {"bench-oracle --n 0", "bench-oracle --dtypes f8", "bench-oracle --generator nope"}) {
     const Outcome b = run_cli(bad);
     EXPECT_EQ(b.exit_code, 2) << bad;

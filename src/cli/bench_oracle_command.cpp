@@ -1,9 +1,12 @@
 // normcheck bench-oracle: the certified oracle's cost per element against the project's float64
 // kernel, side by side in one process (docs/performance.md): LayerNorm and RMSNorm forward + VJP,
-// per level of the precision cascade (double ball, MPFI 168 bits) and for the whole cascade, with
-// the share of cases each level certified. Repeats are interleaved; the median is reported.
+// per level of the precision cascade (double ball, double-double ball, MPFI 168 bits: Boost's
+// mpfi_float_backend<50>) and for the whole cascade, with the cases each level certified (accepted:
+// radius within 1e-3 ULP and every rounding decided), on one row generator or all of them, and the
+// log-log slope of the cost per element against n. Repeats are interleaved; the median is reported.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -48,73 +51,115 @@ std::vector<Path> paths(bool rms) {
   if (rms)
     return {{"float64 kernel", nullptr},
             {"ball (53-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_ball(c, true); }},
+            {"dd ball (106-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_dd_ball(c, true); }},
             {"mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_rmsnorm_mpfi50(c, true); }},
             {"cascade", [](const LayerNormCase& c) { return certified_rmsnorm(c, true); }}};
   return {{"float64 kernel", nullptr},
           {"ball (53-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_ball(c, true); }},
+          {"dd ball (106-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_dd_ball(c, true); }},
           {"mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_layernorm_mpfi50(c, true); }},
           {"cascade", [](const LayerNormCase& c) { return certified_layernorm(c, true); }}};
+}
+
+/// Least-squares slope of log(ns per element) against log(n): 0 for a cost linear in n.
+double log_log_slope(const std::vector<std::pair<double, double>>& n_and_ns) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  const double k = static_cast<double>(n_and_ns.size());
+  for (const auto& [n, ns] : n_and_ns) {
+    const double x = std::log(n), y = std::log(ns);
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const double den = k * sxx - sx * sx;
+  return den > 0 ? (k * sxy - sx * sy) / den : 0.0;
 }
 
 }  // namespace
 
 int bench_oracle_command(const BenchOracleOptions& o) {
   std::vector<DType> dtypes;
+  std::vector<std::string> generators;
   try {
     dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
     for (int64_t n : o.ns)
       if (n < 1 || n > 65536) throw std::invalid_argument(fmt::format("--n values must be in [1, 65536], got {}", n));
-    if (!gen::is_row_generator(o.generator)) throw std::invalid_argument(fmt::format("unknown generator '{}'", o.generator));
+    if (o.generator == "all") {
+      for (const std::string& g : gen::row_generator_names())
+        if (g != gen::kCorpusGenerator) generators.push_back(g);  // the corpus has its own shapes
+    } else if (!gen::is_row_generator(o.generator)) {
+      throw std::invalid_argument(fmt::format("unknown generator '{}' (or 'all')", o.generator));
+    } else {
+      generators.push_back(o.generator);
+    }
     if (!o.json.empty()) check_writable(o.json);
   } catch (const std::exception& e) {
     print_error(e.what());
     return kExitBadInput;
   }
   nlohmann::json rows = nlohmann::json::array();
-  std::printf("%-9s %-5s %6s %-16s %12s %10s %22s\n", "op", "dtype", "n", "path", "ns/element", "x float64", "certified by (cases)");
+  std::map<std::string, std::vector<std::pair<double, double>>> by_series;  // op/dtype/generator/path -> (n, ns)
+  std::printf("%-9s %-5s %-18s %6s %-17s %12s %10s %22s\n", "op", "dtype", "generator", "n", "path", "ns/element", "x float64",
+              "certified by (cases)");
   for (bool rms : {false, true})
     for (DType dt : dtypes)
-      for (int64_t n : o.ns) {
-        gen::ShapeRequest shape;
-        shape.n = n;
-        shape.rows = std::max<int64_t>(1, o.elements / n);
-        std::vector<LayerNormCase> cases;
-        for (int k = 0; k < o.cases; ++k) cases.push_back(gen::make_layernorm_case(o.generator, dt, 1000 + k, shape));
-        const std::vector<Path> ps = paths(rms);
-        std::vector<std::vector<double>> times(ps.size());
-        std::vector<std::map<int, int>> levels(ps.size());
-        const int64_t elements = static_cast<int64_t>(cases.size()) * cases[0].rows * n;
-        for (int rep = 0; rep < o.repeats; ++rep)  // interleaved: every path once per repeat
-          for (size_t p = 0; p < ps.size(); ++p) {
-            const double start = now_s();
-            for (const LayerNormCase& c : cases) {
-              if (!ps[p].run) {
-                std::vector<double> y(c.x.size()), dx(c.x.size()), dg(static_cast<size_t>(n)), db(dg);
-                float64_kernel(rms, c, y, dx, dg, db);
-              } else {
-                const oracle::CertifiedLayerNorm r = ps[p].run(c);
-                if (rep == 0) ++levels[p][r.certified ? r.precision_bits : 0];
+      for (const std::string& generator : generators)
+        for (int64_t n : o.ns) {
+          gen::ShapeRequest shape;
+          shape.n = n;
+          shape.rows = std::max<int64_t>(1, o.elements / n);
+          std::vector<LayerNormCase> cases;
+          for (int k = 0; k < o.cases; ++k) cases.push_back(gen::make_layernorm_case(generator, dt, 1000 + k, shape));
+          const std::vector<Path> ps = paths(rms);
+          std::vector<std::vector<double>> times(ps.size());
+          std::vector<std::map<int, int>> levels(ps.size());
+          int64_t elements = 0;
+          for (const LayerNormCase& c : cases) elements += c.rows * c.n;
+          for (int rep = 0; rep < o.repeats; ++rep)  // interleaved: every path once per repeat
+            for (size_t p = 0; p < ps.size(); ++p) {
+              const double start = now_s();
+              for (const LayerNormCase& c : cases) {
+                if (!ps[p].run) {
+                  std::vector<double> y(c.x.size()), dx(c.x.size()), dg(static_cast<size_t>(c.n)), db(dg);
+                  float64_kernel(rms, c, y, dx, dg, db);
+                } else {
+                  const oracle::CertifiedLayerNorm r = ps[p].run(c);
+                  if (rep == 0) ++levels[p][accepted(r) ? r.precision_bits : 0];
+                }
               }
+              times[p].push_back((now_s() - start) * 1e9 / static_cast<double>(std::max<int64_t>(1, elements)));
             }
-            times[p].push_back((now_s() - start) * 1e9 / static_cast<double>(elements));
+          std::vector<double> medians;
+          for (auto& t : times) {
+            std::sort(t.begin(), t.end());
+            medians.push_back(t[t.size() / 2]);
           }
-        std::vector<double> medians;
-        for (auto& t : times) {
-          std::sort(t.begin(), t.end());
-          medians.push_back(t[t.size() / 2]);
+          const char* op = rms ? "rmsnorm" : "layernorm";
+          const std::string dtype(dtype_info(dt).name);
+          for (size_t p = 0; p < ps.size(); ++p) {
+            std::string by;
+            for (const auto& [bits, count] : levels[p]) by += fmt::format("{}{}:{}", by.empty() ? "" : " ", bits ? std::to_string(bits) : "none", count);
+            std::printf("%-9s %-5s %-18s %6lld %-17s %12.1f %10.1f %22s\n", op, dtype.c_str(), generator.c_str(), static_cast<long long>(n),
+                        ps[p].name.c_str(), medians[p], medians[p] / medians[0], by.c_str());
+            rows.push_back({{"op", op}, {"pass", "forward+vjp"}, {"dtype", dtype}, {"generator", generator}, {"n", n},
+                            {"rows", cases[0].rows}, {"cases", cases.size()}, {"path", ps[p].name}, {"ns_per_element", medians[p]},
+                            {"ratio_to_float64", medians[p] / medians[0]}, {"certified_by_bits", by}});
+            by_series[fmt::format("{} {} {} {}", op, dtype, generator, ps[p].name)].push_back({static_cast<double>(n), medians[p]});
+          }
         }
-        for (size_t p = 0; p < ps.size(); ++p) {
-          std::string by;
-          for (const auto& [bits, count] : levels[p]) by += fmt::format("{}{}:{}", by.empty() ? "" : " ", bits ? std::to_string(bits) : "none", count);
-          std::printf("%-9s %-5s %6lld %-16s %12.1f %10.1f %22s\n", rms ? "rmsnorm" : "layernorm", dtype_info(dt).name.data(),
-                      static_cast<long long>(n), ps[p].name.c_str(), medians[p], medians[p] / medians[0], by.c_str());
-          rows.push_back({{"op", rms ? "rmsnorm" : "layernorm"}, {"pass", "forward+vjp"}, {"dtype", std::string(dtype_info(dt).name)},
-                          {"n", n}, {"rows", cases[0].rows}, {"cases", cases.size()}, {"path", ps[p].name},
-                          {"ns_per_element", medians[p]}, {"ratio_to_float64", medians[p] / medians[0]}, {"certified_by_bits", by}});
-        }
-      }
+  nlohmann::json slopes = nlohmann::json::object();
+  if (o.ns.size() >= 2) {
+    std::printf("\ncost per element against n (log-log slope; 0 = cost linear in n):\n");
+    for (const auto& [series, points] : by_series) {
+      const double slope = log_log_slope(points);
+      slopes[series] = slope;
+      std::printf("  %-55s %+.3f\n", series.c_str(), slope);
+    }
+  }
   if (!o.json.empty()) {
-    write_json_atomically(o.json, {{"format", "normcheck-bench-oracle-v1"}, {"generator", o.generator}, {"repeats", o.repeats}, {"rows", rows}});
+    write_json_atomically(o.json, {{"format", "normcheck-bench-oracle-v2"}, {"generators", generators}, {"repeats", o.repeats},
+                                   {"rows", rows}, {"slopes", slopes}});
     std::printf("written: %s\n", o.json.c_str());
   }
   return kExitOk;

@@ -194,7 +194,7 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.bench_oracle = cl.app.add_subcommand("bench-oracle", "ns per element of the certified oracle's levels against the float64 kernel");
   cl.bench_oracle->add_option("--dtypes", cl.bench_oracle_opts.dtypes, "storage dtypes (default bf16,f32,f64)")->delimiter(',');
   cl.bench_oracle->add_option("--n", cl.bench_oracle_opts.ns, "row lengths (default 64,1024,4096)")->delimiter(',');
-  cl.bench_oracle->add_option("--generator", cl.bench_oracle_opts.generator, "row generator (default normal)");
+  cl.bench_oracle->add_option("--generator", cl.bench_oracle_opts.generator, "row generator, or all (default normal)");
   cl.bench_oracle->add_option("--elements", cl.bench_oracle_opts.elements, "rows x n per case (default 16384)")->check(CLI::Range(int64_t{1}, int64_t{1} << 22));
   cl.bench_oracle->add_option("--cases", cl.bench_oracle_opts.cases, "cases per (op, dtype, n) (default 2)")->check(CLI::Range(1, 1000));
   cl.bench_oracle->add_option("--repeats", cl.bench_oracle_opts.repeats, "interleaved repeats, median reported (default 3)")->check(CLI::Range(1, 100));

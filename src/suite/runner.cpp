@@ -59,12 +59,6 @@ std::vector<size_t> owned_items(const RunConfig& cfg, const std::vector<WorkItem
   return out;
 }
 
-/// The seed a generator is called with: the corpus's case index, else the derived case seed.
-uint64_t generator_seed(const RunConfig& cfg, const WorkItem& w) {
-  if (cfg.generators[w.generator_index] == gen::kCorpusGenerator) return static_cast<uint64_t>(w.case_index);
-  return case_seed(cfg.seed, w.dtype, w.generator_index, w.case_index);
-}
-
 /// Records in a fixed order: dtype, generator, kernel, output.
 std::vector<Record> plan_records(const RunConfig& cfg, const std::vector<const KernelEntry*>& kernels,
                                  std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index) {
@@ -106,9 +100,7 @@ ItemResult run_item(const RunConfig& cfg, const WorkItem& w, const std::vector<c
                     const std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index,
                     std::mutex& journal_mu) {
   ItemResult r;
-  const std::string& gname = cfg.generators[w.generator_index];
-  LayerNormCase c = gen::make_layernorm_case(gname, w.dtype, generator_seed(cfg, w), cfg.shape);
-  if (cfg.eps_override) c.eps = *cfg.eps_override;
+  const LayerNormCase c = suite_case(cfg, w);
   // One certified reference per op family present (LayerNorm, RMSNorm), with the VJP if needed.
   std::map<bool, oracle::CertifiedLayerNorm> refs;
   for (bool rms : {false, true}) {
@@ -175,6 +167,18 @@ ProgressCounters& progress_counters() {
 std::atomic<bool>& stop_requested() {
   static std::atomic<bool> flag{false};
   return flag;
+}
+
+/// The seed a generator is called with: the corpus's case index, else the derived case seed.
+static uint64_t generator_seed(const RunConfig& cfg, const WorkItem& w) {
+  if (cfg.generators[w.generator_index] == gen::kCorpusGenerator) return static_cast<uint64_t>(w.case_index);
+  return case_seed(cfg.seed, w.dtype, w.generator_index, w.case_index);
+}
+
+LayerNormCase suite_case(const RunConfig& cfg, const WorkItem& w) {
+  LayerNormCase c = gen::make_layernorm_case(cfg.generators[w.generator_index], w.dtype, generator_seed(cfg, w), cfg.shape);
+  if (cfg.eps_override) c.eps = *cfg.eps_override;
+  return c;
 }
 
 uint64_t case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t case_index) {

@@ -129,6 +129,9 @@ std::vector<FlagCheck> evaluate_flags(const std::vector<DType>& dtypes, const st
 /// Case seed of (dtype, generator index, case index) under the run seed.
 uint64_t case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t case_index);
 
+/// The case of a work item, exactly as the run judges it (generator, seed, shape, eps override).
+LayerNormCase suite_case(const RunConfig& cfg, const WorkItem& w);
+
 /// Cases the config's shard plans.
 int64_t planned_cases(const RunConfig& cfg);
 
