@@ -26,8 +26,8 @@ double step_down(double x) { return step(x, false); }
 
 /// The fast test: hi + lo +- rad lies strictly within a quarter ULP of r = round(hi), hence inside r's
 /// rounding interval on both sides (the spacing below a power of two is half the one above). |hi - r|
-/// is exact (Sterbenz: hi lies within [r/2, 2r]); the sum of three nonnegatives is rounded up by the
-/// factor (1 + 2^-50) >= (1 - u)^-3. r = 0 and overflow take the slow path (the sign of zero, the
+/// is exact (Sterbenz: hi lies within [r/2, 2r]); the factor (1 + 2^-50) covers the sum's two
+/// roundings and its own: (1 - u)^4 (1 + 2^-50) > 1. r = 0 and overflow take the slow path (the sign of zero, the
 /// threshold).
 bool decided_near(double hi, double lo, double rad, DType dtype, double& r) {
   r = round_to_dtype(hi, dtype);
