@@ -118,12 +118,27 @@ TEST(Cli, ReplayRejectsTamperedMalformedAndOutOfRangeReports) {
   const fs::path report = scratch() / "tamper.json";
   ASSERT_EQ(run_cli(kQuick + "--dtypes f32 --out " + report.string()).exit_code, 0);
   auto j = load(report);
+  // Passing and flagged records carry generator, seed and digest only (the inputs are regenerated):
+  // a tampered seed regenerates other inputs, which the digest refuses; inline inputs likewise.
   size_t idx = 0;
-  while (j["records"][idx]["worst_case"].is_null() || !j["records"][idx]["worst_case"].contains("x")) ++idx;
-  j["records"][idx]["worst_case"]["x"][0] = "0x1.8p+3";
+  while (j["records"][idx]["worst_case"].is_null()) ++idx;
+  ASSERT_FALSE(j["records"][idx]["worst_case"].at("inputs_inline").get<bool>());
+  EXPECT_FALSE(j["records"][idx]["worst_case"].contains("x"));
+  auto seed_tampered = j;
+  seed_tampered["records"][idx]["worst_case"]["case_seed"] = "12345";
   const fs::path tampered = scratch() / "tampered.json";
-  std::ofstream(tampered) << j.dump();
+  std::ofstream(tampered) << seed_tampered.dump();
   Outcome o = run_cli("replay --report " + tampered.string() + " --record " + std::to_string(idx));
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("digest"), std::string::npos) << o.err;
+  auto inputs_tampered = j;
+  auto& wc = inputs_tampered["records"][idx]["worst_case"];
+  std::vector<std::string> x(static_cast<size_t>(wc.at("rows").get<int64_t>() * wc.at("n").get<int64_t>()), "0x1p+0");
+  wc["x"] = x;
+  for (const char* key : {"gamma", "beta"}) wc[key] = std::vector<std::string>(static_cast<size_t>(wc.at("n").get<int64_t>()), "0x1p+0");
+  wc["dy"] = x;
+  std::ofstream(tampered) << inputs_tampered.dump();
+  o = run_cli("replay --report " + tampered.string() + " --record " + std::to_string(idx));
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("digest"), std::string::npos) << o.err;
   const fs::path garbage = scratch() / "garbage.json";

@@ -10,6 +10,7 @@
 
 #include "nightly/diff.hpp"
 #include "properties/cli_harness.hpp"
+#include "properties/generators.hpp"
 
 namespace {
 
@@ -215,12 +216,20 @@ TEST(Interruption, CtrlCWritesAValidIncompleteReportThatKeepsEveryFailureFoundSo
   for (const auto& r : j["records"]) failed += r["failed_cases"].get<int64_t>(), cases = std::max(cases, r["cases"].get<int64_t>());
   EXPECT_EQ(cases, done);  // every finished case reached the records
   EXPECT_GT(failed, 0);
-  // Every failing judgement is in the journal, with its inputs.
+  // Every failing judgement is in the journal. A known-weak kernel's expected failures carry
+  // generator, seed and digest, not the inputs: they regenerate to the digest (nothing is lost).
   ASSERT_TRUE(fs::exists(journal));
   const std::string lines = slurp(journal);
   EXPECT_GE(std::count(lines.begin(), lines.end(), '\n'), failed);
-  EXPECT_NE(lines.find("\"case_seed\""), std::string::npos);
-  EXPECT_NE(lines.find("\"x\":["), std::string::npos);
+  const auto first = nlohmann::json::parse(lines.substr(0, lines.find('\n')));
+  const auto& c = first.at("case");
+  EXPECT_FALSE(c.at("inputs_inline").get<bool>());
+  EXPECT_FALSE(c.contains("x"));
+  normcheck::gen::ShapeRequest shape;
+  shape.max_elements = 4096;
+  const normcheck::LayerNormCase again = normcheck::gen::make_layernorm_case(
+      c.at("generator").get<std::string>(), normcheck::DType::f32, std::stoull(c.at("case_seed").get<std::string>()), shape);
+  EXPECT_EQ(std::to_string(normcheck::case_digest(again)), c.at("digest").get<std::string>());
   const std::string schema = std::string(NORMCHECK_SOURCE_DIR) + "/reports/schema/report.v1.schema.json";
   if (std::system("/usr/bin/python3 -c 'import jsonschema' 2>/dev/null") != 0) GTEST_SKIP() << "python3-jsonschema absent";
   EXPECT_EQ(std::system(("/usr/bin/python3 -c \"import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "

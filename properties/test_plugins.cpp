@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "external/call_layout.hpp"
+#include "report/case_json.hpp"
 #include "properties/generators.hpp"
 
 #include "properties/cli_harness.hpp"
@@ -50,8 +51,16 @@ TEST(Plugins, APlantedOnePassVarianceIsFlagged) {
   int failing = 0;
   const auto j = load_json(out);
   for (const auto& r : j.at("records"))
-    if (r.at("verdict") == "fail") ++failing;  // a plugin has no own bound apart from the contract
+    if (r.at("verdict") == "fail") {  // a plugin has no own bound apart from the contract
+      ++failing;
+      const auto& wc = r.at("worst_case");  // a failure carries its inputs (up to the inline size limit)
+      const int64_t elements = wc.at("rows").get<int64_t>() * wc.at("n").get<int64_t>();
+      EXPECT_EQ(wc.at("inputs_inline").get<bool>(), elements <= normcheck::kInlineCaseLimit);
+      if (elements <= normcheck::kInlineCaseLimit) EXPECT_EQ(wc.at("x").size(), static_cast<size_t>(elements));
+    }
   EXPECT_GE(failing, 1);
+  const std::string journal = slurp(out.string() + ".failures.jsonl");  // and so does every failing case of the journal
+  EXPECT_NE(journal.find("\"inputs_inline\":true"), std::string::npos);
 }
 
 TEST(Plugins, ACrashIsRecordedWithItsCaseAndTheRunGoesOn) {
