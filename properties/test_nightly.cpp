@@ -58,6 +58,37 @@ TEST(Suites, AreListedWithVersionsAndTheNightlySuiteIsTheFullest) {
   EXPECT_EQ(run_cli("suites --bogus").exit_code, 2);
 }
 
+TEST(Suites, TheProductionShapesSuiteRunsLayerNormAndRmsNormOnlyAtItsShape) {
+  // `llm`: per-op records only, bf16/f16/f32, normal and large_mean rows, one case each, 2048 x 4096;
+  // run here at a small override of its shape (the full suite is documented in docs/performance.md).
+  const Outcome json = run_cli("suites --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  bool found = false;
+  for (const auto& s : nlohmann::json::parse(json.out)) {
+    if (s["name"] != "llm") continue;
+    found = true;
+    ASSERT_EQ(s["sections"].size(), 1u);
+    EXPECT_EQ(s["sections"][0]["section"], "records");
+    EXPECT_EQ(s["sections"][0]["cases"].get<int64_t>(), 6);
+    EXPECT_EQ(s["sections"][0]["shapes"], "2048 x 4096");
+  }
+  EXPECT_TRUE(found);
+  const fs::path out = scratch() / "llm_small.json";
+  const Outcome run = run_cli("run --suite llm --rows 8 --n 512 --threads 2 --out " + out.string());
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  const auto j = load(out);
+  EXPECT_EQ(j["config"]["suite"], "llm");
+  EXPECT_EQ(j["config"]["dtypes"], nlohmann::json({"bf16", "f16", "f32"}));
+  EXPECT_EQ(j["config"]["generators"], nlohmann::json({"normal", "large_mean"}));
+  EXPECT_EQ(j["run"]["cases_done"].get<int64_t>(), 6);
+  for (const char* other : {"rms_block", "qr_contraction", "grouped_norm", "layernorm_jvp", "port_hamiltonian", "axis_audit"})
+    EXPECT_TRUE(j[other].is_null()) << other;
+  for (const auto& r : j["records"]) {
+    EXPECT_EQ(r["worst_case"]["rows"].get<int64_t>(), 8);
+    EXPECT_EQ(r["worst_case"]["n"].get<int64_t>(), 512);
+  }
+}
+
 /// A two-record report whose only record has the given err/bound ratio.
 nlohmann::json one_record_report(double ratio) {
   return {{"tool", "normcheck"}, {"schema_version", "1.0.0"}, {"run", {{"complete", true}}},

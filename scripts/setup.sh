@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev librapidcheck-dev nlohmann-json3-dev
   libcli11-dev libfmt-dev libgtest-dev
   libonnx-testdata python3-jsonschema python3-numpy python3-torch
+  python3-dev pybind11-dev python3-pytest python3-hypothesis
   chromium
   libdnnl-dev ocl-icd-opencl-dev libtorch-dev
 )

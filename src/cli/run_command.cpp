@@ -210,8 +210,16 @@ class ProgressLine {
 
 }  // namespace
 
-int run_command(const RunOptions& o, const std::string& command_line) {
+/// The options with the suite's own op selection where --ops was not given (a suite of one family).
+RunOptions with_suite_defaults(const RunOptions& given) {
+  RunOptions o = given;
+  if (const SuiteDef* s = find_suite(o.suite); s && o.ops.empty()) o.ops.assign(s->ops.begin(), s->ops.end());
+  return o;
+}
+
+int run_command(const RunOptions& given, const std::string& command_line) {
   install_signal_handlers();  // first, so that an early SIGTERM still ends in a report
+  const RunOptions o = with_suite_defaults(given);
   RunPlan plan;
   try {
     plan = build_plan(o);

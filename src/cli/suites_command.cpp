@@ -1,5 +1,6 @@
 // normcheck suites: the named, versioned suites and what each contains (ops x kernels x dtypes x
 // generators x cases x shapes), from the suite table (src/suite/suites.cpp).
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -14,10 +15,17 @@ namespace {
 /// A cell as text: strings without quotes.
 std::string cell(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-/// One line per section of a suite: what runs and how many cases.
-nlohmann::json suite_sections(std::string_view name) {
+/// One line per section a suite runs (the sections its own --ops default names, or all): what runs and
+/// how many cases.
+nlohmann::json suite_sections(const SuiteDef& suite) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const sections::Section* s : sections::registry()) rows.push_back(s->suite_row(name));
+  for (const sections::Section* s : sections::registry()) {
+    const std::vector<std::string_view> names = s->ops();
+    const bool runs = suite.ops.empty() || std::any_of(names.begin(), names.end(), [&](std::string_view op) {
+                        return std::find(suite.ops.begin(), suite.ops.end(), op) != suite.ops.end();
+                      });
+    if (runs) rows.push_back(s->suite_row(suite.name));
+  }
   return rows;
 }
 
@@ -27,7 +35,7 @@ int suites_command(bool json) {
   nlohmann::json all = nlohmann::json::array();
   for (const SuiteDef& s : suites())
     all.push_back({{"name", std::string(s.name)}, {"version", s.version}, {"seed", std::to_string(s.seed)},
-                   {"description", std::string(s.description)}, {"sections", suite_sections(s.name)}});
+                   {"description", std::string(s.description)}, {"sections", suite_sections(s)}});
   if (json) {
     std::printf("%s\n", all.dump(1).c_str());
     return kExitOk;

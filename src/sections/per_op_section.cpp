@@ -159,7 +159,8 @@ class PerOpSection final : public Section {
     return {{"section", "records"}, {"ops", "layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward"},
             {"kernels", selected_kernels(ops).size()}, {"dtypes", ops.dtypes.size()}, {"generators", ops.generators.size()},
             {"cases_per_generator", ops.cases_per_generator}, {"cases", normcheck::planned_cases(ops)},  // the corpus: its own count
-            {"shapes", fmt::format("generator shapes, rows*n <= {}", ops.shape.max_elements)}};
+            {"shapes", ops.shape.rows > 0 && ops.shape.n > 0 ? fmt::format("{} x {}", ops.shape.rows, ops.shape.n)
+                                                               : fmt::format("generator shapes, rows*n <= {}", ops.shape.max_elements)}};
   }
 
   std::string_view replay_option() const override { return "record"; }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/layernorm_case.hpp"
+
 #include "properties/block_generators.hpp"
 #include "properties/contraction_generators.hpp"
 #include "properties/jvp_generators.hpp"
@@ -28,18 +30,28 @@ const std::vector<SuiteDef>& suites() {
        "and layout, the axis audits, 12 port-Hamiltonian cases per dtype, 8 LayerNorm JVP cases per row generator; sized for "
        "under 30 minutes on 2 cores",
        50, 65536, 20261130, 30, 60, 32, 12, 8},
+      {"llm", 1,
+       "production shapes (issue 17): LayerNorm and RMSNorm forward and backward, every kernel, on 2048 x 4096 "
+       "activations (rows x hidden size) in bf16, f16 and f32, one case each of normal and large_mean rows; "
+       "`--rows 1024 --n 16384` for the widest hidden size the case cap allows. about 6 minutes and 6 GB on 2 cores",
+       1, kMaxCaseElements, 20261130, 0, 0, 0, 0, 0,
+       {"layernorm_forward", "layernorm_backward", "rmsnorm_forward", "rmsnorm_backward"},
+       {DType::bf16, DType::f16, DType::f32},
+       {"normal", "large_mean"},
+       2048, 4096},
   };
   return table;
 }
 
-namespace {
-
-/// The suite named `name`, or null.
 const SuiteDef* find_suite(std::string_view name) {
   for (const SuiteDef& s : suites())
     if (s.name == name) return &s;
   return nullptr;
 }
+
+namespace {
+
+std::vector<DType> suite_dtypes(const SuiteDef& s) { return s.dtypes.empty() ? dtype_ids() : s.dtypes; }
 
 }  // namespace
 
@@ -50,10 +62,13 @@ std::optional<RunConfig> suite_config(std::string_view name) {
   cfg.suite = std::string(s->name);
   cfg.suite_version = s->version;
   cfg.ops = {Op::layernorm_forward, Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward};
-  cfg.dtypes = dtype_ids();
+  cfg.dtypes = suite_dtypes(*s);
   cfg.generators = gen::row_generator_names();
+  if (!s->generators.empty()) cfg.generators.assign(s->generators.begin(), s->generators.end());
   cfg.cases_per_generator = s->cases_per_generator;
   cfg.shape.max_elements = s->max_elements;
+  cfg.shape.rows = s->rows;
+  cfg.shape.n = s->n;
   cfg.seed = s->seed;
   return cfg;
 }
@@ -62,7 +77,7 @@ std::optional<ContractionSuiteConfig> suite_contraction_config(std::string_view 
   const SuiteDef* s = find_suite(name);
   if (!s) return std::nullopt;
   ContractionSuiteConfig cfg;
-  cfg.dtypes = dtype_ids();
+  cfg.dtypes = suite_dtypes(*s);
   cfg.generators = gen::contraction_generator_names();
   cfg.cases_per_generator = s->contraction_cases_per_generator;
   cfg.seed = s->seed;
@@ -73,7 +88,7 @@ std::optional<GroupedSuiteConfig> suite_grouped_config(std::string_view name) {
   const SuiteDef* s = find_suite(name);
   if (!s) return std::nullopt;
   GroupedSuiteConfig cfg;
-  cfg.dtypes = dtype_ids();
+  cfg.dtypes = suite_dtypes(*s);
   cfg.cases_per_layout = s->grouped_cases_per_layout;
   cfg.seed = s->seed;
   return cfg;
@@ -83,7 +98,7 @@ std::optional<JvpSuiteConfig> suite_jvp_config(std::string_view name) {
   const SuiteDef* s = find_suite(name);
   if (!s) return std::nullopt;
   JvpSuiteConfig cfg;
-  cfg.dtypes = dtype_ids();
+  cfg.dtypes = suite_dtypes(*s);
   cfg.generators = gen::jvp_generator_names();
   cfg.cases_per_generator = s->jvp_cases_per_generator;
   cfg.max_elements = std::min<int64_t>(s->max_elements, 4096);
@@ -95,7 +110,7 @@ std::optional<BlockSuiteConfig> suite_block_config(std::string_view name) {
   const SuiteDef* s = find_suite(name);
   if (!s) return std::nullopt;
   BlockSuiteConfig cfg;
-  cfg.dtypes = dtype_ids();
+  cfg.dtypes = suite_dtypes(*s);
   cfg.generators = gen::block_generator_names();
   cfg.cases_per_generator = s->block_cases_per_generator;
   cfg.seed = s->seed;
@@ -106,7 +121,7 @@ std::optional<BudgetSuiteConfig> suite_budget_config(std::string_view name) {
   const SuiteDef* s = find_suite(name);
   if (!s) return std::nullopt;
   BudgetSuiteConfig cfg;
-  cfg.dtypes = dtype_ids();
+  cfg.dtypes = suite_dtypes(*s);
   cfg.cases = s->budget_cases_per_dtype;
   cfg.seed = s->seed;
   return cfg;

@@ -26,7 +26,14 @@ struct SuiteDef {
   int grouped_cases_per_layout;  ///< batch/group/instance norm cases per kind, layout and dtype
   int budget_cases_per_dtype;    ///< port-Hamiltonian stream cases per dtype (issue 9)
   int jvp_cases_per_generator;   ///< LayerNorm JVP cases per row generator and dtype (issue 15)
+  std::vector<std::string_view> ops = {};         ///< what --ops selects when not given (empty: every section)
+  std::vector<DType> dtypes = {};                 ///< empty: every dtype
+  std::vector<std::string_view> generators = {};  ///< per-op row generators (empty: all, the corpus first)
+  int64_t rows = 0, n = 0;                        ///< a fixed shape (0: the generator picks under max_elements)
 };
+
+/// The suite named `name`, or null.
+const SuiteDef* find_suite(std::string_view name);
 
 const std::vector<SuiteDef>& suites();
 
