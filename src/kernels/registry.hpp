@@ -41,9 +41,10 @@ struct KernelEntry {
 };
 
 /// True for kernels loaded through the plugin ABI ("plugin:<name>"), the exec protocol
-/// ("exec:<name>") or its serve mode ("serve:<name>").
+/// ("exec:<name>"), its serve mode ("serve:<name>") or the Python module ("python:<name>").
 inline bool is_external_kernel_name(std::string_view kernel) {
-  return kernel.rfind("plugin:", 0) == 0 || kernel.rfind("exec:", 0) == 0 || kernel.rfind("serve:", 0) == 0;
+  return kernel.rfind("plugin:", 0) == 0 || kernel.rfind("exec:", 0) == 0 || kernel.rfind("serve:", 0) == 0 ||
+         kernel.rfind("python:", 0) == 0;
 }
 inline bool is_external_kernel(const KernelEntry& k) { return is_external_kernel_name(k.kernel); }
 

@@ -1,0 +1,160 @@
+"""The Python module (issue 18): the certified reference as a function, in-process judging of Python
+kernels (a correct one passes, a planted wrong one fails naming its worst element), bad input
+refused, Hypothesis strategies on the harness's generators, torch kernels judged report-only."""
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import normcheck
+from normcheck import strategies
+from normcheck.testing import assert_accurate
+
+
+def ln_float64(x, gamma, beta, eps):
+    """LayerNorm in float64, two passes."""
+    x = np.asarray(x, dtype=np.float64)
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * np.asarray(gamma, np.float64) + np.asarray(beta, np.float64)
+
+
+def good_layer_norm(x, gamma, beta, eps):
+    """A correct kernel: float64 arithmetic, rounded once to the input's dtype."""
+    return ln_float64(x, gamma, beta, eps).astype(x.dtype)
+
+
+def one_pass_layer_norm(x, gamma, beta, eps):
+    """The textbook one-pass variance E[x^2] - E[x]^2, in the storage dtype: wrong on large means."""
+    mean = x.mean(axis=1, keepdims=True, dtype=x.dtype)
+    var = (x * x).mean(axis=1, keepdims=True, dtype=x.dtype) - mean * mean
+    return ((x - mean) / np.sqrt(np.maximum(var, 0) + x.dtype.type(eps)) * gamma + beta).astype(x.dtype)
+
+
+def test_the_reference_is_certified_and_agrees_with_float64():
+    c = normcheck.generate("normal", "f32", 7, rows=4, n=64)
+    ref = normcheck.reference.layer_norm(c["x"], c["gamma"], c["beta"], c["eps"], "f32", dy=c["dy"])
+    assert set(ref) >= {"y", "dx", "dgamma", "dbeta", "precision_bits", "max_err_ulps"}
+    assert ref["max_err_ulps"] <= 1e-3
+    y = ref["y"]
+    assert y["rounded"].shape == (4, 64) and y["decided"].all()
+    exact = y["hi"] + y["lo"]
+    f64 = ln_float64(c["x"], c["gamma"], c["beta"], c["eps"])
+    assert np.max(np.abs(exact - f64)) <= 1e-12 * np.max(np.abs(f64))
+    assert np.all(np.abs(y["rounded"] - exact) <= np.spacing(np.abs(y["rounded"]).astype(np.float32)))  # within an f32 ulp
+    assert np.array_equal(y["rounded"].astype(np.float32).astype(np.float64), y["rounded"])  # f32 values
+
+
+def test_the_rms_reference_and_bf16_bits():
+    c = normcheck.generate("normal", "bf16", 3, rows=2, n=32)
+    ref = normcheck.reference.rms_norm(c["x"], c["gamma"], c["eps"], "bf16", dy=c["dy"])
+    assert set(ref) >= {"y", "dx", "dgamma"} and "dbeta" not in ref
+    bits = normcheck.reference.bf16_bits(ref["y"]["rounded"])
+    assert bits.dtype == np.uint16
+    back = (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    assert np.array_equal(back, ref["y"]["rounded"])
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(eps=0.0), "eps"),
+    (dict(gamma=np.ones(3)), "gamma"),
+    (dict(x=np.full((2, 4), 1.0 + 2.0 ** -20)), "representable"),
+])
+def test_the_reference_refuses_bad_input(bad, message):
+    args = dict(x=np.ones((2, 4)), gamma=np.ones(4), beta=np.zeros(4), eps=1e-5)
+    args.update(bad)
+    with pytest.raises(ValueError, match=message):
+        normcheck.reference.layer_norm(args["x"], args["gamma"], args["beta"], args["eps"], "bf16")
+
+
+def test_a_correct_kernel_passes_in_every_numpy_dtype():
+    result = assert_accurate(good_layer_norm, op="layernorm_forward", dtypes=("f16", "f32", "f64"), suite="quick")
+    assert result.passed and not result.failing_records
+    assert {r["storage"] for r in result.records} == {"f16", "f32", "f64"}
+    assert all(r["kernel"] == "python:good_layer_norm" for r in result.records)
+    assert sum(r["elements"] for r in result.records) > 10000
+
+
+def test_a_planted_one_pass_variance_fails_naming_its_worst_element(tmp_path):
+    result = normcheck.check(one_pass_layer_norm, dtypes=("f32",), suite="quick")
+    assert not result.passed
+    generators = {r["property"] for r in result.failing_records}
+    assert "accuracy/large_mean" in generators
+    with pytest.raises(normcheck.NormcheckFailure) as info:
+        result.raise_for_failures()
+    message = str(info.value)
+    for word in ("worst element", "row", "col", "kernel", "exact", "bound", "normcheck.generate("):
+        assert word in message, message
+    result.save(tmp_path / "report.json")
+    assert json.loads((tmp_path / "report.json").read_text())["run"]["passed"] is False
+
+
+def test_a_kernel_that_raises_or_returns_the_wrong_dtype_is_a_kernel_failure():
+    def raises(x, gamma, beta, eps):
+        raise RuntimeError("boom")
+
+    def wrong_dtype(x, gamma, beta, eps):
+        return ln_float64(x, gamma, beta, eps)  # float64 for an f32 op: never rounded silently
+
+    for fn, text in ((raises, "boom"), (wrong_dtype, "float64")):
+        result = normcheck.check(fn, dtypes=("f32",), suite="quick", generators=("normal",), cases=1)
+        assert not result.passed
+        assert any(text in (r["kernel_failures"].get("first") or "") for r in result.records), fn.__name__
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError):
+        normcheck.check(good_layer_norm, op="layernorm_sideways")
+    with pytest.raises(ValueError):
+        normcheck.check(good_layer_norm, dtypes=("f8",))
+    with pytest.raises(ValueError):
+        normcheck.check(good_layer_norm, suite="weekly")
+    with pytest.raises(ValueError):
+        normcheck.check(good_layer_norm, generators=("gaussian",))
+
+
+@settings(max_examples=25, deadline=None)
+@given(strategies.layernorm_case(dtype="f16", max_elements=512))
+def test_hypothesis_cases_hold_f16_values_and_are_certified(case):
+    x = case["x"]
+    assert np.array_equal(x.astype(np.float16).astype(np.float64), x)
+    ref = normcheck.reference.layer_norm(x, case["gamma"], case["beta"], case["eps"], "f16")
+    assert ref["max_err_ulps"] <= 1e-3
+
+
+torch = pytest.importorskip("torch")
+
+
+def test_torch_layer_norm_is_judged_report_only_in_f32_bf16_and_f64():
+    def torch_layer_norm(x, gamma, beta, eps):
+        return torch.nn.functional.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
+
+    result = normcheck.check(torch_layer_norm, dtypes=("f32", "bf16", "f64"), framework="torch", report_only=True)
+    assert result.passed  # report-only: verdicts are recorded, the run is not failed by them
+    assert {r["storage"] for r in result.records} == {"f32", "bf16", "f64"}
+    assert all(r["expectation"] == "report_only" for r in result.records)
+    assert sum(r["elements"] for r in result.records) > 0
+
+
+def test_a_torch_one_pass_variance_fails_in_f32():
+    def torch_one_pass(x, gamma, beta, eps):
+        mean = x.mean(dim=-1, keepdim=True)
+        var = (x * x).mean(dim=-1, keepdim=True) - mean * mean
+        return (x - mean) / torch.sqrt(var.clamp_min(0) + eps) * gamma + beta
+
+    result = normcheck.check(torch_one_pass, dtypes=("f32",), framework="torch", generators=("large_mean",))
+    assert not result.passed
+    assert result.failing_records
+
+
+def test_the_readme_quick_start_works_as_printed():
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.search(r"## Python quick start.*?```python\n(.*?)```", readme, re.S)
+    assert block, "README has no Python quick start"
+    namespace = {}
+    exec(compile(block.group(1), "README.md", "exec"), namespace)  # raises if the kernel is judged wrong
+    assert namespace["result"].passed

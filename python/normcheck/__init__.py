@@ -1,0 +1,16 @@
+"""normcheck for Python: the certified reference and in-process judging of Python kernels.
+
+    import normcheck
+    result = normcheck.check(my_layer_norm, op="layernorm_forward", dtypes=("bf16", "f32"))
+    result.raise_for_failures()
+
+See docs/python.md for the API: ``check`` (judge a callable on a suite's cases), ``reference``
+(certified, correctly rounded outputs with their enclosures), ``generate`` (the harness's own
+cases), ``testing.assert_accurate`` (pytest) and ``strategies`` (Hypothesis).
+"""
+from . import _normcheck
+from . import reference
+from .cases import generate, row_generators
+from .check import CheckResult, NormcheckFailure, check
+
+__all__ = ["check", "CheckResult", "NormcheckFailure", "reference", "generate", "row_generators"]
