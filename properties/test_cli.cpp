@@ -414,3 +414,72 @@ TEST(Cli, BenchOracleReportsEveryPathAndTheLevelThatCertified) {
     EXPECT_EQ(lines(b.err), 1) << bad << ": " << b.err;
   }
 }
+
+// Issue 19 (partial): the conventions a CLI user relies on.
+
+TEST(Conventions, VersionPrintsTheVersionRevisionAndOracleBackends) {
+  for (const char* args : {"--version", "version"}) {
+    const Outcome o = run_cli(args);
+    EXPECT_EQ(o.exit_code, 0) << args << o.err;
+    for (const char* part : {"normcheck 0.", "(git ", "double-double ball", "MPFI", "MPFR", "Boost"})
+      EXPECT_NE(o.out.find(part), std::string::npos) << args << ": " << part << "\n" << o.out;
+  }
+  const fs::path out = scratch() / "version.json";
+  ASSERT_EQ(run_cli("run --ops layernorm_forward --dtypes f32 --suite quick --generators normal --quiet --out " + out.string()).exit_code, 0);
+  const std::string first = run_cli("--version").out;
+  EXPECT_NE(first.find("normcheck " + load(out).at("run").at("version").get<std::string>() + " "), std::string::npos);
+}
+
+TEST(Conventions, MistypedCommandsOptionsAndNamesGetOneLineWithTheClosestName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"rn", "did you mean 'run'?"},
+      {"run --dtype f32", "did you mean '--dtypes'?"},
+      {"run --ops layernorm_forwrd", "did you mean 'layernorm_forward'?"},
+      {"run --suite quik", "did you mean 'quick'?"},
+      {"run --dtypes bf61", "did you mean 'bf16'?"},
+      {"run --generators normall", "did you mean 'normal'?"},
+      {"run --kernels welfrod", "did you mean 'welford'?"},
+      {"bounds --kernel welfrod", "did you mean 'welford'?"},
+      {"bench-oracle --generator nromal", "did you mean 'normal'?"},
+  };
+  for (const auto& [args, expected] : cases) {
+    const Outcome o = run_cli(args);
+    EXPECT_EQ(o.exit_code, 2) << args;
+    EXPECT_EQ(lines(o.err), 1) << args << ": " << o.err;
+    EXPECT_NE(o.err.find(expected), std::string::npos) << args << ": " << o.err;
+  }
+  const Outcome far = run_cli("run --suite zzzzzzzz");  // nothing close: no suggestion, still one line
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+}
+
+TEST(Conventions, EveryHelpDocumentsTheExitCodes) {
+  for (const char* cmd : {"--help", "run --help", "replay --help", "diff --help", "merge --help", "render --help", "bounds --help",
+                          "suites --help", "bench-oracle --help", "version --help"}) {
+    const Outcome o = run_cli(cmd);
+    EXPECT_EQ(o.exit_code, 0) << cmd;
+    EXPECT_NE(o.out.find("Exit codes: 0"), std::string::npos) << cmd;
+  }
+}
+
+TEST(Conventions, JunitXmlAndTheSummaryLineAgreeWithTheReport) {
+  const fs::path out = scratch() / "junit_run.json", xml = scratch() / "junit_run.xml";
+  // The exec example with its planted one-pass variance: failing records with worst elements.
+  const std::string exec = "/usr/bin/python3 " + std::string(NORMCHECK_SOURCE_DIR) + "/scripts/exec_example.py --one-pass {dir}";
+  const Outcome o = run_cli("run --exec '" + exec + "' --ops layernorm_forward --dtypes f32 --generators large_mean --cases 2 "
+                            "--quiet --summary-json --junit " + xml.string() + " --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  const std::string last = o.out.substr(o.out.rfind('\n', o.out.size() - 2) + 1);
+  const auto summary = nlohmann::json::parse(last);
+  EXPECT_FALSE(summary.at("passed").get<bool>());
+  EXPECT_GE(summary.at("failing").get<int64_t>(), 1);
+  EXPECT_EQ(summary.at("report"), out.string());
+  const std::string check =
+      "/usr/bin/python3 -c \"import sys, xml.etree.ElementTree as ET; r = ET.parse(sys.argv[1]).getroot(); "
+      "f = r.findall('.//failure'); assert r.tag == 'testsuites' and int(r.get('failures')) == len(f) == int(sys.argv[2]), (r.attrib, len(f)); "
+      "assert all('worst element' in x.text and 'replay' in x.text for x in f); print(len(r.findall('.//testcase')))\" " +
+      xml.string() + " " + std::to_string(summary.at("failing").get<int64_t>());
+  const Outcome parsed = run_shell(check);
+  EXPECT_EQ(parsed.exit_code, 0) << parsed.out << parsed.err;
+  EXPECT_EQ(std::stoll(parsed.out), summary.at("records").get<int64_t>());
+}

@@ -62,7 +62,7 @@ int bench_external_command(const BenchOptions& o) {
   DType dt;
   try {
     op = parse_names<Op>({o.op}, parse_op, "op").at(0);
-    dt = parse_names<DType>({o.dtype}, parse_dtype, "dtype").at(0);
+    dt = parse_names<DType>({o.dtype}, parse_dtype, "dtype", dtype_names()).at(0);
     if (o.plugin.empty() && o.exec.empty()) throw std::invalid_argument("give --kernel LIB and/or --exec CMD with --serve CMD");
     if (o.exec.empty() != o.serve.empty()) throw std::invalid_argument("--exec and --serve are measured together: give both");
     if (!(o.timeout > 0) || !std::isfinite(o.timeout)) throw std::invalid_argument("--kernel-timeout must be a finite number > 0");

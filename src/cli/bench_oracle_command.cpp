@@ -17,6 +17,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
+#include "core/suggest.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "oracles/certified_layernorm.hpp"
@@ -82,14 +83,14 @@ int bench_oracle_command(const BenchOracleOptions& o) {
   std::vector<DType> dtypes;
   std::vector<std::string> generators;
   try {
-    dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
+    dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype", dtype_names());
     for (int64_t n : o.ns)
       if (n < 1 || n > 65536) throw std::invalid_argument(fmt::format("--n values must be in [1, 65536], got {}", n));
     if (o.generator == "all") {
       for (const std::string& g : gen::row_generator_names())
         if (g != gen::kCorpusGenerator) generators.push_back(g);  // the corpus has its own shapes
     } else if (!gen::is_row_generator(o.generator)) {
-      throw std::invalid_argument(fmt::format("unknown generator '{}' (or 'all')", o.generator));
+      throw std::invalid_argument(fmt::format("unknown generator '{}'{} (or 'all')", o.generator, did_you_mean(o.generator, gen::row_generator_names())));
     } else {
       generators.push_back(o.generator);
     }

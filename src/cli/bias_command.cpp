@@ -12,7 +12,7 @@ namespace normcheck::cli {
 int bias_command(const BiasOptions& o) {
   BiasCalibrationConfig cfg;
   try {
-    cfg.dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
+    cfg.dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype", dtype_names());
     for (DType d : cfg.dtypes)
       if (d != DType::f32 && d != DType::f64)
         throw std::invalid_argument("the bias statistic judges f32 and f64 outputs only (docs/bounds.md section 16.2)");

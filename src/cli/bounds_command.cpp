@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/parse_names.hpp"
+#include "core/suggest.hpp"
 #include "core/bounds.hpp"
 #include "properties/generators.hpp"
 #include "report/case_json.hpp"
@@ -63,15 +65,31 @@ void print_text(const nlohmann::json& j) {
                 s["observed_max_error_over_bound"].dump().c_str());
 }
 
+/// One line naming what of (op, dtype, kernel, generator) is unknown, with a suggestion; empty if all are known.
+std::string unknown_part(const BoundsOptions& o) {
+  const std::vector<std::string> ops = {"layernorm_forward", "layernorm_backward", "rmsnorm_forward", "rmsnorm_backward"};
+  if (!parse_op(o.op)) return fmt::format("unknown op '{}'{}", o.op, did_you_mean(o.op, ops));
+  if (!parse_dtype(o.dtype)) return fmt::format("unknown dtype '{}'{}", o.dtype, did_you_mean(o.dtype, dtype_names()));
+  if (!kernel_of(o)) {
+    std::vector<std::string> variants;
+    for (const KernelEntry& k : builtin_kernels())
+      if (op_name(k.op) == o.op && dtype_info(k.storage).name == o.dtype) variants.push_back(k.variant);
+    return fmt::format("no kernel '{}' for op '{}' and dtype '{}'{} (see normcheck list)", o.variant, o.op, o.dtype,
+                       did_you_mean(o.variant, variants));
+  }
+  if (!gen::is_row_generator(o.generator))
+    return fmt::format("unknown generator '{}'{} (see normcheck list)", o.generator, did_you_mean(o.generator, gen::row_generator_names()));
+  return "";
+}
+
 }  // namespace
 
 int bounds_command(const BoundsOptions& o) {
-  const KernelEntry* k = kernel_of(o);
-  if (!k || !gen::is_row_generator(o.generator)) {
-    std::fprintf(stderr, "normcheck: error: no kernel '%s' for op '%s' and dtype '%s', or unknown generator '%s'\n",
-                 o.variant.c_str(), o.op.c_str(), o.dtype.c_str(), o.generator.c_str());
+  if (const std::string unknown = unknown_part(o); !unknown.empty()) {
+    print_error(unknown);
     return kExitBadInput;
   }
+  const KernelEntry* k = kernel_of(o);
   if (!case_elements(o.rows, o.n)) {
     std::fprintf(stderr, "normcheck: error: --rows %lld x --n %lld exceeds %lld elements per case\n", static_cast<long long>(o.rows),
                  static_cast<long long>(o.n), static_cast<long long>(kMaxCaseElements));

@@ -17,7 +17,7 @@ namespace {
 BudgetSuiteConfig budget_config(const BudgetOptions& o) {
   BudgetSuiteConfig cfg;
   if (o.dtypes.empty()) cfg.dtypes = dtype_ids();
-  else cfg.dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
+  else cfg.dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype", dtype_names());
   if (o.width < kPhMinWidth || o.width > kPhMaxWidth)
     throw std::invalid_argument(fmt::format("--width must be in [{}, {}], got {}", kPhMinWidth, kPhMaxWidth, o.width));
   if (o.depths.empty()) throw std::invalid_argument("--depths needs at least one depth");

@@ -1,7 +1,15 @@
 // The normcheck command line: every subcommand and option.
 #include "cli/command_line.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/suggest.hpp"
+
+#include "report/version.hpp"
 
 namespace normcheck::cli {
 namespace {
@@ -63,6 +71,8 @@ void add_run_options(CLI::App& run, RunOptions& o) {
   run.add_option("--max-elements", o.max_elements, "cap on rows*n for generated shapes");
   run.add_option("--eps", o.eps, "override eps for every case (must be > 0)");
   run.add_flag("--quiet", o.quiet, "no summary table");
+  run.add_option("--junit", o.junit, "also write JUnit XML: one testcase per record, failures with their worst element (CI test views)");
+  run.add_flag("--summary-json", o.summary_json, "end with one JSON line on stdout: passed, cases, records, failing, flagged, report");
 }
 
 void add_search_options(CLI::App& s, SearchOptions& o) {
@@ -219,6 +229,38 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.budget->add_option("--cases", cl.budget_opts.cases, "random budget cases per dtype (default 2)");
   cl.budget->add_option("--threads", cl.budget_opts.threads, "worker threads")->check(CLI::Range(1, 256));
   cl.budget->add_option("--seed", cl.budget_opts.seed, "seed")->check(kSeed);
+  cl.version = cl.app.add_subcommand("version", "print the version, git revision and oracle backends");
+  cl.app.set_version_flag("--version", [] { std::string v = version_text(); v.pop_back(); return v; }, "print the version, git revision and oracle backends and exit");
+  const std::string exit_codes =
+      "Exit codes: 0 success (run: every must-pass record passed); 1 a check failed (a failing record, a regression, "
+      "a weak kernel not caught); 2 bad input, usage or an unreadable file.";
+  cl.app.footer(exit_codes);
+  for (CLI::App* sub : cl.app.get_subcommands({})) sub->footer(exit_codes);
+}
+
+std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-' || std::string_view(argv[1]) == "__plugin-worker") return "";
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  if (std::find(names.begin(), names.end(), argv[1]) != names.end()) return "";
+  return fmt::format("unknown command '{}'{} (see normcheck --help)", argv[1], did_you_mean(argv[1], names));
+}
+
+std::string unexpected_arguments(const CLI::App& app, const CLI::ExtrasError& e) {
+  const CLI::App* where = &app;
+  for (const CLI::App* sub : app.get_subcommands())  // the subcommand given (parsed)
+    where = sub;
+  std::vector<std::string> extras = where->remaining();
+  if (extras.empty()) extras = app.remaining();
+  if (extras.empty()) return std::string(e.what()) + " (see normcheck --help)";
+  const std::string& first = extras.front();
+  const std::string help = where == &app ? "normcheck --help" : "normcheck " + where->get_name() + " --help";
+  if (first.rfind("-", 0) != 0) return fmt::format("unexpected argument '{}' (see {})", first, help);
+  std::vector<std::string> options;
+  for (const CLI::Option* opt : where->get_options())
+    for (const std::string& name : opt->get_lnames()) options.push_back("--" + name);
+  const std::string given = first.substr(0, first.find('='));
+  return fmt::format("unknown option '{}'{} (see {})", given, did_you_mean(given, options), help);
 }
 
 }  // namespace normcheck::cli

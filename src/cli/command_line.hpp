@@ -31,11 +31,19 @@ struct CommandLine {
   bool suites_json = false;
   CLI::App *run = nullptr, *replay = nullptr, *list = nullptr, *search = nullptr, *contract = nullptr, *example = nullptr,
            *audit = nullptr, *diff = nullptr, *suites = nullptr, *merge = nullptr, *render = nullptr, *bench = nullptr, *bench_oracle = nullptr,
-           *bias = nullptr, *bounds = nullptr, *budget = nullptr;
+           *bias = nullptr, *bounds = nullptr, *budget = nullptr, *version = nullptr;
 };
 
 /// Declares every subcommand and option of `cl.app`. `replay_records` are the replay options that
 /// name a record, as (option without "--", section key): the sections declare them.
 void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::string, std::string>>& replay_records);
+
+/// "unknown command 'rn'; did you mean 'run'? ..." when argv[1] is neither an option nor a
+/// subcommand of `app`; empty otherwise.
+std::string unknown_subcommand(const CLI::App& app, int argc, char** argv);
+
+/// One line for CLI11's "arguments were not expected": the first unexpected argument and, for an
+/// option, the closest option of the subcommand it was given to.
+std::string unexpected_arguments(const CLI::App& app, const CLI::ExtrasError& e);
 
 }  // namespace normcheck::cli

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "cli/command_line.hpp"
+#include "report/version.hpp"
 #include "sections/section.hpp"
 #include "external/child_process.hpp"
 #include "external/plugin_worker_main.hpp"
@@ -35,17 +36,30 @@ int main(int argc, char** argv) {
   for (const normcheck::sections::Section* s : normcheck::sections::registry())
     if (!s->replay_option().empty()) replay_records.emplace_back(std::string(s->replay_option()), std::string(s->key()));
   normcheck::cli::declare_command_line(cl, replay_records);
+  if (const std::string unknown = normcheck::cli::unknown_subcommand(cl.app, argc, argv); !unknown.empty()) {
+    normcheck::cli::print_error(unknown);
+    return normcheck::cli::kExitBadInput;
+  }
   try {
     cl.app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return cl.app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return cl.app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return cl.app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    normcheck::cli::print_error(normcheck::cli::unexpected_arguments(cl.app, e));
+    return normcheck::cli::kExitBadInput;
   } catch (const CLI::ParseError& e) {
     normcheck::cli::print_error(std::string(e.what()) + " (see normcheck --help)");
     return normcheck::cli::kExitBadInput;
   }
   try {
+    if (*cl.version) {
+      std::fputs(normcheck::version_text().c_str(), stdout);
+      return normcheck::cli::kExitOk;
+    }
     if (*cl.run) return normcheck::cli::run_command(cl.run_opts, joined_args(argc, argv));
     if (*cl.replay) return normcheck::cli::replay_command(cl.replay_opts);
     if (*cl.list) return normcheck::cli::list_command();

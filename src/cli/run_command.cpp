@@ -22,6 +22,11 @@
 #include "report/report.hpp"
 #include "sections/section.hpp"
 #include "suite/suites.hpp"
+#include "report/junit.hpp"
+#include "core/suggest.hpp"
+#include "kernels/block_registry.hpp"
+#include "kernels/jvp_registry.hpp"
+#include "kernels/registry.hpp"
 
 namespace normcheck::cli {
 namespace {
@@ -82,12 +87,30 @@ void assign_shards(RunPlan& plan, ShardSpec s) {
   plan.header.shard = s;
 }
 
+/// Every op name --ops accepts, for suggestions.
+std::vector<std::string> all_op_names() {
+  std::vector<std::string> out;
+  for (const sections::Section* s : sections::registry())
+    for (std::string_view op : s->ops()) out.emplace_back(op);
+  return out;
+}
+
+/// Every kernel variant --kernels accepts (per-op, block, JVP), for suggestions.
+std::vector<std::string> all_variant_names() {
+  std::vector<std::string> out;
+  for (const KernelEntry& k : builtin_kernels()) out.push_back(k.variant);
+  for (const BlockKernelEntry& k : builtin_block_kernels()) out.push_back(k.variant);
+  for (const JvpKernelInfo& k : jvp_kernels()) out.push_back(k.name);
+  return out;
+}
+
 /// The suite's configuration with the options every section shares: dtypes, seed, threads, shape.
 RunConfig common_config(const RunOptions& o, RunConfig cfg) {
   for (const std::string& op : o.ops)
-    if (sections::section_by_op(op) == nullptr) throw PlanError(fmt::format("unknown op '{}' (see normcheck list)", op));
+    if (sections::section_by_op(op) == nullptr)
+      throw PlanError(fmt::format("unknown op '{}'{} (see normcheck list)", op, did_you_mean(op, all_op_names())));
   try {
-    if (!o.dtypes.empty()) cfg.dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
+    if (!o.dtypes.empty()) cfg.dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype", dtype_names());
   } catch (const std::invalid_argument& e) {
     throw PlanError(e.what());
   }
@@ -101,7 +124,7 @@ void check_variants(const std::vector<std::string>& variants) {
   for (const std::string& v : variants) {
     const auto& all = sections::registry();
     if (std::none_of(all.begin(), all.end(), [&](const sections::Section* s) { return s->knows_variant(v); }))
-      throw PlanError(fmt::format("unknown kernel variant '{}' (see normcheck list)", v));
+      throw PlanError(fmt::format("unknown kernel variant '{}'{} (see normcheck list)", v, did_you_mean(v, all_variant_names())));
   }
 }
 
@@ -142,7 +165,11 @@ sections::ExternalKernels external_kernels(const RunOptions& o) {
 /// in the sections and dtypes they support.
 RunPlan build_plan(const RunOptions& o) {
   auto suite = suite_config(o.suite);
-  if (!suite) throw PlanError(fmt::format("unknown suite '{}' (see normcheck list)", o.suite));
+  if (!suite) {
+    std::vector<std::string> names;
+    for (const SuiteDef& s : suites()) names.emplace_back(s.name);
+    throw PlanError(fmt::format("unknown suite '{}'{} (see normcheck suites)", o.suite, did_you_mean(o.suite, names)));
+  }
   const RunConfig common = common_config(o, *suite);
   const bool external = !o.plugins.empty() || !o.exec.empty() || !o.serve.empty();
   if (!external) check_variants(o.variants);
@@ -229,6 +256,7 @@ int run_command(const RunOptions& given, const std::string& command_line) {
   }
   try {
     check_writable(o.out);  // before the suite, not after it
+    if (!o.junit.empty()) check_writable(o.junit);
   } catch (const std::exception& e) {
     print_error(e.what());
     return kExitBadInput;
@@ -261,6 +289,7 @@ int run_command(const RunOptions& given, const std::string& command_line) {
   report["run"]["passed"] = passed;
   report["run"]["complete"] = complete;
   write_json_atomically(o.out, report);
+  if (!o.junit.empty()) write_file_atomically(o.junit, junit_xml(report));
   if (!o.quiet)
     for (const auto& s : plan.sections) s->print_summary();
   if (declined_everything)
@@ -268,6 +297,7 @@ int run_command(const RunOptions& given, const std::string& command_line) {
   std::printf("report: %s (%s, %lld/%lld cases)%s\n", o.out.c_str(), passed ? "PASSED" : "FAILED",
               static_cast<long long>(done), static_cast<long long>(planned), done < planned ? " INCOMPLETE: interrupted" : "");
   if (!std::filesystem::exists(journal) || passed) std::filesystem::remove(journal);
+  if (o.summary_json) std::printf("%s\n", summary_line(report, o.out).dump().c_str());
   return passed ? kExitOk : kExitCheckFailed;
 }
 

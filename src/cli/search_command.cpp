@@ -42,7 +42,7 @@ int search_command(const SearchOptions& o) {
   std::vector<DType> dtypes;
   try {
     ops = parse_names<Op>(o.ops, parse_op, "op");
-    dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype");
+    dtypes = parse_names<DType>(o.dtypes, parse_dtype, "dtype", dtype_names());
     if (o.rows < 1 || o.n < 1 || o.rows > 65536 || o.n > 65536 || o.rows * o.n > 65536)
       throw std::invalid_argument(fmt::format("shape {}x{} must have 1 <= rows*n <= 65536", o.rows, o.n));
     for (const auto& v : o.variants)

@@ -13,6 +13,7 @@
 #include "oracles/certified_layernorm.hpp"
 #include "report/case_json.hpp"
 
+#include "report/version.hpp"
 #include "git_revision.h"  // generated at build time (cmake/git_revision.cmake)
 #ifndef NORMCHECK_CXX_FLAGS
 #define NORMCHECK_CXX_FLAGS "unknown"
@@ -276,6 +277,7 @@ nlohmann::json report_header(const RunConfig& cfg, const RunMetadata& meta) {
             {"command_line", meta.command_line},
             {"threads", cfg.threads},
             {"git_revision", NORMCHECK_GIT_REVISION},
+            {"version", tool_version()},
             {"compiler", std::string("g++ ") + __VERSION__},
             {"flags", NORMCHECK_CXX_FLAGS},
             {"cpu", cpu_model()},

@@ -12,6 +12,7 @@
 #include "nightly/merge_rules.hpp"
 #include "oracles/certified_rms_block.hpp"
 #include "properties/block_generators.hpp"
+#include "core/suggest.hpp"
 #include "report/block_report.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
@@ -122,7 +123,8 @@ class BlockSection final : public Section {
     std::copy_if(o.variants.begin(), o.variants.end(), std::back_inserter(cfg.variants), is_block_variant);
     if (!o.block_generators.empty()) {
       for (const std::string& g : o.block_generators)
-        if (!gen::is_block_generator(g)) throw PlanError(fmt::format("unknown block generator '{}' (see normcheck list)", g));
+        if (!gen::is_block_generator(g))
+          throw PlanError(fmt::format("unknown block generator '{}'{} (see normcheck list)", g, did_you_mean(g, gen::block_generator_names())));
       cfg.generators = o.block_generators;
     }
     if (o.seed) cfg.seed = *o.seed;

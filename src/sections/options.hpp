@@ -30,6 +30,8 @@ struct RunOptions {
   std::optional<int64_t> rows, n, max_elements;
   std::optional<double> eps;
   bool quiet = false;
+  std::string junit;         ///< --junit FILE: JUnit XML, one testcase per record
+  bool summary_json = false;  ///< --summary-json: one machine-readable summary line on stdout
   std::string shard;  ///< "i/N": run only shard i of N (empty: everything)
 };
 

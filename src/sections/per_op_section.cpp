@@ -12,6 +12,7 @@
 #include "external/serve.hpp"
 #include "nightly/merge_rules.hpp"
 #include "properties/generators.hpp"
+#include "core/suggest.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
 #include "report/terminal_summary.hpp"
@@ -115,7 +116,8 @@ class PerOpSection final : public Section {
     std::copy_if(o.variants.begin(), o.variants.end(), std::back_inserter(cfg.variants), [](const std::string& v) { return is_kernel_variant(v); });
     if (!o.generators.empty()) {
       for (const std::string& g : o.generators)
-        if (!gen::is_row_generator(g)) throw PlanError(fmt::format("unknown generator '{}' (see normcheck list)", g));
+        if (!gen::is_row_generator(g))
+          throw PlanError(fmt::format("unknown generator '{}'{} (see normcheck list)", g, did_you_mean(g, gen::row_generator_names())));
       cfg.generators = o.generators;
     }
     if (o.cases) cfg.cases_per_generator = *o.cases;
