@@ -59,6 +59,10 @@ TEST(Plugins, APlantedOnePassVarianceIsFlagged) {
       if (elements <= normcheck::kInlineCaseLimit) EXPECT_EQ(wc.at("x").size(), static_cast<size_t>(elements));
     }
   EXPECT_GE(failing, 1);
+  // The terminal says why, without the JSON: each failing record, its worst element and the replay command.
+  for (const std::string part : {std::string("failing records, most severe first"), std::string("FAIL layernorm_forward/y plugin:"), std::string("worst element: case"),
+                           std::string("correctly rounded 0x"), std::string("error/bound"), "replay: normcheck replay --report " + out.string()})
+    EXPECT_NE(o.out.find(part), std::string::npos) << part << "\n" << o.out;
   const std::string journal = slurp(out.string() + ".failures.jsonl");  // and so does every failing case of the journal
   EXPECT_NE(journal.find("\"inputs_inline\":true"), std::string::npos);
 }

@@ -22,7 +22,7 @@
 #include "report/report.hpp"
 #include "sections/section.hpp"
 #include "suite/suites.hpp"
-#include "report/junit.hpp"
+#include "report/ci_output.hpp"
 #include "core/suggest.hpp"
 #include "kernels/block_registry.hpp"
 #include "kernels/jvp_registry.hpp"
@@ -290,8 +290,10 @@ int run_command(const RunOptions& given, const std::string& command_line) {
   report["run"]["complete"] = complete;
   write_json_atomically(o.out, report);
   if (!o.junit.empty()) write_file_atomically(o.junit, junit_xml(report));
-  if (!o.quiet)
+  if (!o.quiet) {
     for (const auto& s : plan.sections) s->print_summary();
+    std::fputs(failing_records_text(report, 10).c_str(), stdout);
+  }
   if (declined_everything)
     std::printf("the external kernels declined every call (unsupported) or none was judged: nothing was verified\n");
   std::printf("report: %s (%s, %lld/%lld cases)%s\n", o.out.c_str(), passed ? "PASSED" : "FAILED",

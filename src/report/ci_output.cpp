@@ -1,4 +1,8 @@
-#include "report/junit.hpp"
+#include "report/ci_output.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -52,7 +56,8 @@ std::string failure_body(const nlohmann::json& r) {
   if (r.contains("worst_case") && r.at("worst_case").is_object()) {
     const nlohmann::json& wc = r.at("worst_case");
     const nlohmann::json e = wc.contains("element") ? wc.at("element") : nlohmann::json::object();
-    body += fmt::format("worst element: case {} (seed {}), row {}, col {}\n", text(wc, "case_index"), text(wc, "case_seed"),
+    const std::string shape = text(wc, "rows").empty() ? "" : ", " + text(wc, "rows") + " x " + text(wc, "n");
+    body += fmt::format("worst element: case {} (seed {}{}), row {}, col {}\n", text(wc, "case_index"), text(wc, "case_seed"), shape,
                         text(e, "row"), text(e, "col"));
     body += fmt::format("kernel {} ({}), exact {} (correctly rounded {})\n", text(e, "kernel_decimal"), text(e, "kernel"),
                         text(e, "oracle_decimal"), text(e, "oracle_rounded"));
@@ -62,7 +67,41 @@ std::string failure_body(const nlohmann::json& r) {
   return body;
 }
 
+double severity(const nlohmann::json& r) {
+  if (text(r, "verdict") == "kernel_failure") return HUGE_VAL;
+  if (!r.contains("worst_case") || !r.at("worst_case").is_object() || !r.at("worst_case").contains("element")) return 0;
+  const nlohmann::json& ratio = r.at("worst_case").at("element").at("bound_ratio");
+  if (ratio.is_number()) return ratio.get<double>();
+  return ratio.is_string() && ratio.get<std::string>().find("nan") == std::string::npos ? HUGE_VAL : 0;  // "inf"
+}
+
 }  // namespace
+
+std::string failing_records_text(const nlohmann::json& report, size_t cap) {
+  std::vector<std::pair<double, const nlohmann::json*>> failing;
+  for (const auto& [key, section] : report.items()) {
+    const nlohmann::json* list = key == "records" && section.is_array() ? &section
+                                 : section.is_object() && section.contains("records") && section.at("records").is_array() ? &section.at("records")
+                                                                                                                         : nullptr;
+    if (!list) continue;
+    for (const nlohmann::json& r : *list)
+      if (r.is_object() && is_failure(text(r, "verdict")) && text(r, "expectation") != "report_only") failing.emplace_back(severity(r), &r);
+  }
+  if (failing.empty()) return "";
+  std::stable_sort(failing.begin(), failing.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out = fmt::format("\nfailing records, most severe first ({} of {}):\n", std::min(cap, failing.size()), failing.size());
+  for (size_t i = 0; i < failing.size() && i < cap; ++i) {
+    const nlohmann::json& r = *failing[i].second;
+    out += "FAIL " + record_name(r) + "\n";
+    std::string body = failure_body(r);
+    for (size_t start = 0; start < body.size();) {
+      const size_t end = body.find('\n', start);
+      out += "  " + body.substr(start, end - start) + "\n";
+      start = end == std::string::npos ? body.size() : end + 1;
+    }
+  }
+  return out;
+}
 
 std::string junit_xml(const nlohmann::json& report) {
   std::string suites;
