@@ -27,8 +27,13 @@ inline fs::path render_fixture_report() {
                             "--dtypes f32,bf16 --cases 2 --block-cases 1 --grouped-cases 1 --threads 2 --quiet --out " +
                             tmp.string());
   EXPECT_LE(o.exit_code, 1) << o.err;  // 1: a flag check not caught with so few cases; the report is complete
-  fs::rename(tmp, path);              // atomic: parallel test processes see a whole file or none
+  // The first process to finish publishes its report; one that finishes later keeps that one (a hard
+  // link fails when the path exists) instead of replacing it under a test that already read it (the
+  // reports differ in times and paths).
   std::error_code ec;
+  fs::create_hard_link(tmp, path, ec);
+  if (ec && !fs::exists(path)) fs::rename(tmp, path, ec);  // a file system without hard links
+  fs::remove(tmp, ec);
   fs::remove(tmp.string() + ".failures.jsonl", ec);
   for (const auto& e : fs::directory_iterator(dir, ec)) {  // reports of older builds
     const std::string name = e.path().filename().string();
