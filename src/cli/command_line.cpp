@@ -9,7 +9,6 @@
 
 #include "core/suggest.hpp"
 
-#include "report/version.hpp"
 
 namespace normcheck::cli {
 namespace {
@@ -146,7 +145,8 @@ void add_audit_options(CLI::App& c, AuditOptions& o) {
 
 }  // namespace
 
-void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::string, std::string>>& replay_records) {
+void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::string, std::string>>& replay_records,
+                          const std::function<std::string()>& version) {
   cl.app.require_subcommand(1);
   cl.run = cl.app.add_subcommand("run", "run a verification suite and write a JSON report");
   add_run_options(*cl.run, cl.run_opts);
@@ -230,7 +230,12 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.budget->add_option("--threads", cl.budget_opts.threads, "worker threads")->check(CLI::Range(1, 256));
   cl.budget->add_option("--seed", cl.budget_opts.seed, "seed")->check(kSeed);
   cl.version = cl.app.add_subcommand("version", "print the version, git revision and oracle backends");
-  cl.app.set_version_flag("--version", [] { std::string v = version_text(); v.pop_back(); return v; }, "print the version, git revision and oracle backends and exit");
+  if (version)
+    cl.app.set_version_flag("--version", [version] {
+      std::string v = version();
+      if (!v.empty() && v.back() == '\n') v.pop_back();  // CLI11 adds the newline
+      return v;
+    }, "print the version, git revision and oracle backends and exit");
   const std::string exit_codes =
       "Exit codes: 0 success (run: every must-pass record passed); 1 a check failed (a failing record, a regression, "
       "a weak kernel not caught); 2 bad input, usage or an unreadable file.";

@@ -1,6 +1,7 @@
 #pragma once
 /// The command line (CLI11): every subcommand and option, declared apart from main so that the
 /// fuzz target fuzz_cli parses argv with exactly the app normcheck uses.
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,7 +37,10 @@ struct CommandLine {
 
 /// Declares every subcommand and option of `cl.app`. `replay_records` are the replay options that
 /// name a record, as (option without "--", section key): the sections declare them.
-void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::string, std::string>>& replay_records);
+/// `version` gives the text of --version (main passes version_text; the fuzz target, built without the
+/// oracle libraries, passes nothing and gets no --version flag).
+void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::string, std::string>>& replay_records,
+                          const std::function<std::string()>& version = {});
 
 /// "unknown command 'rn'; did you mean 'run'? ..." when argv[1] is neither an option nor a
 /// subcommand of `app`; empty otherwise.

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> replay_records;
   for (const normcheck::sections::Section* s : normcheck::sections::registry())
     if (!s->replay_option().empty()) replay_records.emplace_back(std::string(s->replay_option()), std::string(s->key()));
-  normcheck::cli::declare_command_line(cl, replay_records);
+  normcheck::cli::declare_command_line(cl, replay_records, normcheck::version_text);
   if (const std::string unknown = normcheck::cli::unknown_subcommand(cl.app, argc, argv); !unknown.empty()) {
     normcheck::cli::print_error(unknown);
     return normcheck::cli::kExitBadInput;
