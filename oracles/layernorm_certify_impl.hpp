@@ -187,3 +187,18 @@ int mpfi_bits() {
     return detail::evaluate_rms_block<detail::MpfiInterval<Digits>>(c, detail::mpfi_bits<Digits>()); \
   }                                                                                             \
   }
+
+/// Defines the LayerNorm, RMSNorm and LayerNorm-JVP entry points of a ball level of the cascade
+/// (Real: Ball or DdBall; bits: its midpoint's precision, reported as the level's).
+#define NORMCHECK_DEFINE_BALL_LAYERNORM_ORACLE(suffix, Real, bits)                                   \
+  namespace normcheck::oracle {                                                                   \
+  CertifiedLayerNorm evaluate_layernorm_##suffix(const LayerNormCase& c, bool with_vjp) {          \
+    return detail::evaluate<Real>(c, with_vjp, bits);                                             \
+  }                                                                                               \
+  CertifiedLayerNorm evaluate_rmsnorm_##suffix(const LayerNormCase& c, bool with_vjp) {            \
+    return detail::evaluate_rms<Real>(c, with_vjp, bits);                                         \
+  }                                                                                               \
+  CertifiedLayerNormJvp evaluate_layernorm_jvp_##suffix(const LayerNormCase& c, const LayerNormTangents& t) { \
+    return detail::evaluate_jvp<Real>(c, t, bits);                                                \
+  }                                                                                               \
+  }
