@@ -27,6 +27,10 @@ inline fs::path scratch() {
   static const fs::path dir = [] {
     fs::path d = fs::temp_directory_path() / ("normcheck_cli_" + std::to_string(::getpid()));
     fs::create_directories(d);
+    std::atexit([] {  // one folder per test process, gone when it ends (they used to pile up by gigabytes)
+      std::error_code ec;
+      fs::remove_all(fs::temp_directory_path() / ("normcheck_cli_" + std::to_string(::getpid())), ec);
+    });
     return d;
   }();
   return dir;

@@ -12,7 +12,7 @@ SIGNATURES = {
     "rmsnorm_backward": "fn(x, gamma, eps, dy) -> (dx, dgamma)",
 }
 
-FAILING_VERDICTS = ("fail", "kernel_failure", "uncertified", "own_bound_violated")
+FAILING_VERDICTS = _normcheck.FAILING_VERDICTS  # the C++ list (src/report/verdicts.hpp)
 
 
 class NormcheckFailure(AssertionError):

@@ -63,19 +63,21 @@ void print_tables(const nlohmann::json& s) {
 
 int norm_budget_command(const BudgetOptions& o, const std::string& command_line) {
   BudgetSuiteConfig cfg;
+  const std::string out = o.out.empty() ? "reports/norm_budget.json" : o.out;
   try {
     cfg = budget_config(o);
-    check_writable(o.out);  // before the stream runs
+    check_writable(out);  // before the stream runs
   } catch (const std::exception& e) {
     print_error(e.what());
     return kExitBadInput;
   }
+  if (o.out.empty()) announce_default_output(out);
   const BudgetSuiteResult r = run_budget_suite(cfg);
   const nlohmann::json section = budget_suite_json(cfg, r);
-  write_json_atomically(o.out, {{"tool", "normcheck norm-budget"}, {"command", command_line}, {"port_hamiltonian", section}});
+  write_json_atomically(out, {{"tool", "normcheck norm-budget"}, {"command", command_line}, {"port_hamiltonian", section}});
   print_tables(section);
   const bool passed = budget_suite_passed(r);
-  std::printf("report: %s (%s)\n", o.out.c_str(), passed ? "PASSED" : "FAILED");
+  std::printf("report: %s (%s)\n", out.c_str(), passed ? "PASSED" : "FAILED");
   return passed ? kExitOk : kExitCheckFailed;
 }
 

@@ -69,7 +69,6 @@ void add_run_options(CLI::App& run, RunOptions& o) {
   run.add_option("--n", o.n, "fix the row length");
   run.add_option("--max-elements", o.max_elements, "cap on rows*n for generated shapes");
   run.add_option("--eps", o.eps, "override eps for every case (must be > 0)");
-  run.add_flag("--quiet", o.quiet, "no summary table");
   run.add_option("--junit", o.junit, "also write JUnit XML: one testcase per record, failures with their worst element (CI test views)");
   run.add_flag("--summary-json", o.summary_json, "end with one JSON line on stdout: passed, cases, records, failing, flagged, report");
 }
@@ -162,7 +161,8 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.replay->add_option("--kernel-timeout", cl.replay_opts.kernel_timeout, "seconds per external call");
   cl.replay->add_option("--dump", cl.replay_opts.dump,
                      "write the case here: manifest.json, input .npy files, the exact outputs (expected_<output>.npy, exact.json)");
-  cl.list = cl.app.add_subcommand("list", "list kernels, dtypes, generators and suites");
+  cl.list = cl.app.add_subcommand("list", "list kernels, dtypes, ops, generators and suites");
+  cl.list->add_flag("--json", cl.list_json, "as JSON");
   cl.search = cl.app.add_subcommand("search", "search for inputs maximizing |error| / own a priori bound");
   add_search_options(*cl.search, cl.search_opts);
   cl.contract = cl.app.add_subcommand("contract", "QR-contract a Linear -> LayerNorm -> Linear block (safetensors)");
@@ -230,6 +230,9 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.budget->add_option("--threads", cl.budget_opts.threads, "worker threads")->check(CLI::Range(1, 256));
   cl.budget->add_option("--seed", cl.budget_opts.seed, "seed")->check(kSeed);
   cl.version = cl.app.add_subcommand("version", "print the version, git revision and oracle backends");
+  cl.completion = cl.app.add_subcommand("completion", "print a shell completion script, generated from this command line");
+  cl.completion->add_option("shell", cl.completion_shell, "bash")->required()->check(CLI::IsMember({"bash"}));
+  cl.manpage = cl.app.add_subcommand("manpage", "print the man page (groff), generated from this command line");
   if (version)
     cl.app.set_version_flag("--version", [version] {
       std::string v = version();
@@ -240,7 +243,11 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
       "Exit codes: 0 success (run: every must-pass record passed); 1 a check failed (a failing record, a regression, "
       "a weak kernel not caught); 2 bad input, usage or an unreadable file.";
   cl.app.footer(exit_codes);
-  for (CLI::App* sub : cl.app.get_subcommands({})) sub->footer(exit_codes);
+  for (CLI::App* sub : cl.app.get_subcommands({})) {
+    sub->footer(exit_codes);
+    sub->add_flag("--quiet,-q", cl.quiet, "print only what was asked for: no tables or progress (errors still on stderr; run keeps its result lines)");
+    sub->add_flag("--verbose,-v", cl.verbose, "print more: run and merge explain every failing record (no cap), diff lists unchanged records too");
+  }
 }
 
 std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {

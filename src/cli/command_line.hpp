@@ -30,9 +30,12 @@ struct CommandLine {
   BiasOptions bias_opts;
   BudgetOptions budget_opts;
   bool suites_json = false;
+  bool list_json = false;
+  bool quiet = false, verbose = false;  ///< --quiet / --verbose, accepted by every subcommand (docs/terminal.md)
   CLI::App *run = nullptr, *replay = nullptr, *list = nullptr, *search = nullptr, *contract = nullptr, *example = nullptr,
            *audit = nullptr, *diff = nullptr, *suites = nullptr, *merge = nullptr, *render = nullptr, *bench = nullptr, *bench_oracle = nullptr,
-           *bias = nullptr, *bounds = nullptr, *budget = nullptr, *version = nullptr;
+           *bias = nullptr, *bounds = nullptr, *budget = nullptr, *version = nullptr, *completion = nullptr, *manpage = nullptr;
+  std::string completion_shell;
 };
 
 /// Declares every subcommand and option of `cl.app`. `replay_records` are the replay options that

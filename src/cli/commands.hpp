@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "sections/options.hpp"
 
 namespace normcheck::cli {
@@ -18,6 +20,10 @@ using normcheck::RunOptions;
 
 /// Prints "normcheck: error: <what>" as one line (control characters escaped) on stderr.
 void print_error(const std::string& what);
+
+/// Says on stderr where the report goes because no --out was given (once the command line is known to
+/// be good): a command never writes where the user did not look without a word.
+void announce_default_output(const std::string& path);
 
 struct SearchOptions {
   std::vector<std::string> ops = {"layernorm_forward"};
@@ -75,11 +81,16 @@ struct AuditOptions {
 
 struct DiffOptions {
   std::string base, now, out;
+  bool verbose = false;
   double max_ulp_factor = 2.0, rms_ulp_factor = 1.5, bound_ratio_increase = 0.10;
   bool force = false;
 };
 
+/// Failing records explained in the terminal by run and merge without --verbose (most severe first).
+constexpr size_t kExplainedFailures = 10;
+
 struct MergeOptions {
+  bool quiet = false, verbose = false;
   std::vector<std::string> shards;
   std::string out;
 };
@@ -91,7 +102,7 @@ struct RenderOptions {
 };
 /// normcheck norm-budget (issue 9): the port-Hamiltonian budget check and growth table.
 struct BudgetOptions {
-  std::string out = "reports/norm_budget.json";
+  std::string out;  ///< empty: reports/norm_budget.json, announced on stderr
   std::vector<std::string> dtypes;
   int64_t width = 32;
   std::vector<int64_t> depths = {24, 48, 120, 240, 300};
@@ -129,7 +140,10 @@ int bias_command(const BiasOptions& o);
 int search_command(const SearchOptions& o);
 int bounds_command(const BoundsOptions& o);
 int replay_command(const ReplayOptions& o);
-int list_command();
+int list_command(bool json);
+/// Everything `list` shows, from the registries (never a hand-kept copy): dtypes, ops, kernels, block
+/// kernels, generators, block and contraction generators, suites (`list --json`; shell completion).
+nlohmann::json listing();
 int suites_command(bool json);
 
 }  // namespace normcheck::cli

@@ -2,6 +2,8 @@
 // 1 regression or new failure, 2 bad input).
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "report/json_input.hpp"
 #include "nightly/diff.hpp"
@@ -25,11 +27,20 @@ int diff_command(const DiffOptions& o) {
   }
   const nlohmann::json j = nightly::diff_json(d, t);
   for (const std::string& w : d.warnings) std::printf("warning: %s\n", w.c_str());
-  for (const nightly::RecordChange& c : d.changes)
-    if (c.change != nightly::Change::unchanged)
-      std::printf("%-12s %-14s %s%s%s\n", nightly::change_name(c.change), c.section.c_str(), c.key.c_str(),
-                  c.why.empty() ? "" : ": ", c.why.c_str());
-  std::printf("%s\n", j.at("counts").dump().c_str());
+  for (const nightly::RecordChange& c : d.changes) {
+    if (c.change == nightly::Change::unchanged && !o.verbose) continue;
+    std::printf("%-12s %-14s %s%s%s\n", nightly::change_name(c.change), c.section.c_str(), c.key.c_str(),
+                c.why.empty() ? "" : ": ", c.why.c_str());
+    for (size_t start = 0; start < c.details.size();) {  // indented, one fact per line
+      const size_t end = c.details.find('\n', start);
+      std::printf("    %s\n", c.details.substr(start, end - start).c_str());
+      start = end == std::string::npos ? c.details.size() : end + 1;
+    }
+  }
+  std::string counts;
+  for (const auto& [change, count] : j.at("counts").items())
+    if (count.get<int64_t>() > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count.get<int64_t>(), change);
+  std::printf("records compared: %s\n", counts.empty() ? "none" : counts.c_str());
   std::printf("%s\n", d.regressed() ? "REGRESSED" : "no regression");
   if (!o.out.empty()) write_json_atomically(o.out, j);
   return d.regressed() ? kExitCheckFailed : kExitOk;

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "cli/command_line.hpp"
+#include "cli/self_docs.hpp"
 #include "report/version.hpp"
 #include "sections/section.hpp"
 #include "external/child_process.hpp"
@@ -55,14 +56,37 @@ int main(int argc, char** argv) {
     normcheck::cli::print_error(std::string(e.what()) + " (see normcheck --help)");
     return normcheck::cli::kExitBadInput;
   }
+  if (cl.quiet && cl.verbose) {
+    normcheck::cli::print_error("--quiet and --verbose exclude each other");
+    return normcheck::cli::kExitBadInput;
+  }
+  cl.run_opts.quiet = cl.quiet;
+  cl.run_opts.verbose = cl.diff_opts.verbose = cl.merge_opts.verbose = cl.verbose;
+  cl.merge_opts.quiet = cl.quiet;
+  // --quiet: commands whose stdout is a table or a progress account print nothing there (their product
+  // is a file or the exit code); run and merge keep their result lines; listings print what was asked.
+  const bool stdout_is_the_product = *cl.run || *cl.merge || *cl.list || *cl.suites || *cl.version || *cl.bounds ||
+                                     *cl.completion || *cl.manpage;
+  if (cl.quiet && !stdout_is_the_product && !std::freopen("/dev/null", "w", stdout)) {
+    normcheck::cli::print_error("--quiet: cannot redirect stdout to /dev/null");
+    return normcheck::cli::kExitBadInput;
+  }
   try {
     if (*cl.version) {
       std::fputs(normcheck::version_text().c_str(), stdout);
       return normcheck::cli::kExitOk;
     }
+    if (*cl.completion) {
+      std::fputs(normcheck::cli::bash_completion(cl.app, normcheck::cli::listing()).c_str(), stdout);
+      return normcheck::cli::kExitOk;
+    }
+    if (*cl.manpage) {
+      std::fputs(normcheck::cli::man_page(cl.app, normcheck::tool_version()).c_str(), stdout);
+      return normcheck::cli::kExitOk;
+    }
     if (*cl.run) return normcheck::cli::run_command(cl.run_opts, joined_args(argc, argv));
     if (*cl.replay) return normcheck::cli::replay_command(cl.replay_opts);
-    if (*cl.list) return normcheck::cli::list_command();
+    if (*cl.list) return normcheck::cli::list_command(cl.list_json);
     if (*cl.search) return normcheck::cli::search_command(cl.search_opts);
     if (*cl.bounds) return normcheck::cli::bounds_command(cl.bounds_opts);
     if (*cl.bias) return normcheck::cli::bias_command(cl.bias_opts);

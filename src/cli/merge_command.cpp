@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "report/json_input.hpp"
 #include "nightly/merge.hpp"
+#include "report/ci_output.hpp"
 #include "report/report.hpp"
 
 namespace normcheck::cli {
@@ -44,11 +45,10 @@ int merge_command(const MergeOptions& o, const std::string& command_line) {
     return kExitBadInput;
   }
   merge_journals(o.shards, o.out);
-  const nlohmann::json& run = merged["run"];
-  const bool passed = run.value("passed", false);
-  std::printf("report: %s (%s, %lld/%lld per-op cases, %zu shards)%s\n", o.out.c_str(), passed ? "PASSED" : "FAILED",
-              static_cast<long long>(run.value("cases_done", int64_t{0})), static_cast<long long>(run.value("cases_planned", int64_t{0})),
-              o.shards.size(), run.value("complete", false) ? "" : " INCOMPLETE");
+  const bool passed = merged["run"].value("passed", false);
+  if (!o.quiet) std::fputs(failing_records_text(merged, o.verbose ? SIZE_MAX : kExplainedFailures).c_str(), stdout);
+  std::printf("merged %zu shards\n", o.shards.size());
+  std::fputs(run_result_text(merged, o.out).c_str(), stdout);
   return passed ? kExitOk : kExitCheckFailed;
 }
 

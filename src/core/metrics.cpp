@@ -80,6 +80,7 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
   e.rel_err = ref.hi != 0 ? diff / std::fabs(ref.hi) : (diff > 0 ? kInf : 0.0);
   e.mollified = e.abs_err / std::max(mag, 1.0);
   e.ulp_err = diff / scaled(ulp_at(mag, fmt), -ref.scale);
+  e.exact_below_normal = mag < dtype_info(dtype).min_normal;
   const uint64_t bits = encode_exact(got, fmt);
   e.ulp_distance = value_steps(bits, encode_exact(ref.rounded, fmt), fmt);
   if (std::isfinite(ref.rounded_alt))
@@ -127,6 +128,7 @@ void ErrorAccumulator::add(const ElementError& e, int64_t index) {
   if (e.undecided) ++undecided_;
   if (e.bound_void) ++void_bounds_;
   if (e.ulp_err > max_ulp_) max_ulp_ = e.ulp_err;
+  if (!e.exact_below_normal && e.ulp_err > max_ulp_normal_) max_ulp_normal_ = e.ulp_err;
   ++ulp_hist_[static_cast<size_t>(ulp_bucket(e.ulp_err))];
   if (e.ulp_distance > max_ulp_distance_) max_ulp_distance_ = e.ulp_distance;
   sum_sq_ulp_ += std::isfinite(e.ulp_err) ? e.ulp_err * e.ulp_err : 0.0;
@@ -160,6 +162,7 @@ void ErrorAccumulator::merge(const ErrorAccumulator& o) {
   rounding_undecided_ += o.rounding_undecided_;
   undecided_ += o.undecided_;
   max_ulp_ = std::max(max_ulp_, o.max_ulp_);
+  max_ulp_normal_ = std::max(max_ulp_normal_, o.max_ulp_normal_);
   max_ulp_distance_ = std::max(max_ulp_distance_, o.max_ulp_distance_);
   sum_sq_ulp_ += o.sum_sq_ulp_;
   max_abs_ = std::max(max_abs_, o.max_abs_);

@@ -39,6 +39,7 @@ struct ElementError {
   bool rounding_undecided = false;  ///< the reference's rounding is undecided: either candidate passes
   uint8_t regime = 0;        ///< regime flags of the element (core/bounds.hpp), set by the judge
   bool kernel_finite = true; ///< the kernel's value is finite
+  bool exact_below_normal = false;  ///< |y| is below the dtype's smallest normal (its ULP is the subnormal spacing)
   /// No verdict at all (uncertified reference, exact value beyond the dtype, or no envelope).
   bool unjudged() const { return uncertified || exact_overflow || envelope_void; }
   /// The a priori bound itself is violated (a finite bound; not the envelope, not Inf/NaN where the
@@ -94,6 +95,9 @@ class ErrorAccumulator {
   int64_t overflow_survived() const { return overflow_survived_; }
   uint8_t worst_regime() const { return worst_regime_; }  ///< regime of the worst element
   double max_ulp() const { return max_ulp_; }
+  /// Max ULP error over elements whose exact value is at least the dtype's smallest normal: tiny
+  /// exact outputs (subnormal spacing, exact zeros) make max_ulp huge on correct kernels.
+  double max_ulp_normal() const { return max_ulp_normal_; }
   const std::array<int64_t, kUlpBuckets>& ulp_histogram() const { return ulp_hist_; }
   int64_t max_ulp_distance() const { return max_ulp_distance_; }
   double rms_ulp() const;
@@ -112,7 +116,7 @@ class ErrorAccumulator {
  private:
   int64_t count_ = 0, nonfinite_ = 0, violations_ = 0, void_bounds_ = 0, uncertified_ = 0, undecided_ = 0,
           exact_overflow_ = 0, envelope_void_ = 0, rounding_undecided_ = 0, rigor_violations_ = 0, overflow_survived_ = 0, regime_counts_[4] = {0, 0, 0, 0}, worst_index_ = -1, max_ulp_distance_ = 0;
-  double max_ulp_ = 0, sum_sq_ulp_ = 0, max_abs_ = 0, max_rel_ = 0, max_mollified_ = 0;
+  double max_ulp_ = 0, max_ulp_normal_ = 0, sum_sq_ulp_ = 0, max_abs_ = 0, max_rel_ = 0, max_mollified_ = 0;
   double max_ratio_ = -1, max_rigor_ratio_ = 0, max_envelope_ratio_ = 0, diff_sq_ = 0, ref_sq_ = 0;
   uint8_t worst_regime_ = 0;
   std::array<int64_t, kUlpBuckets> ulp_hist_{};

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "report/case_json.hpp"
+#include "report/ci_output.hpp"
+#include "report/verdicts.hpp"
 #include "sections/section.hpp"
 
 namespace normcheck::nightly {
@@ -28,10 +30,7 @@ double number(const nlohmann::json& r, const char* field) {
                                           r.at(field).dump()));
 }
 
-bool failing(const nlohmann::json& r) {
-  const std::string v = r.value("verdict", "");
-  return v == "fail" || v == "own_bound_violated" || v == "kernel_failure";
-}
+bool failing(const nlohmann::json& r) { return is_failing_verdict(r.value("verdict", "")); }
 
 /// "verdict a -> b", with the kernel failure's first message when the new verdict is one.
 std::string verdict_change(const nlohmann::json& b, const nlohmann::json& n) {
@@ -42,6 +41,24 @@ std::string verdict_change(const nlohmann::json& b, const nlohmann::json& n) {
   return s;
 }
 
+/// A metric before and after, as "name a -> b" (absent metrics say "-").
+std::string before_after(const nlohmann::json& b, const nlohmann::json& n, const char* field, const char* name) {
+  const auto shown = [field](const nlohmann::json& r) {
+    if (!r.contains(field) || r.at(field).is_null()) return std::string("-");
+    const auto x = json_number_value(r.at(field));
+    return x ? fmt::format("{:.4g}", *x) : r.at(field).dump();
+  };
+  return fmt::format("{} {} -> {}", name, shown(b), shown(n));
+}
+
+/// What a reader needs to act on a new failure or regression without opening either report.
+std::string change_details(const nlohmann::json& b, const nlohmann::json& n) {
+  std::string s = before_after(b, n, "max_bound_ratio", "max err/bound") + "; " +
+                  before_after(b, n, "max_ulp_normal", "max ULP (normal outputs)") + "; " +
+                  before_after(b, n, "max_ulp", "max ULP (all)") + "; " + before_after(b, n, "rms_ulp", "RMS ULP") + "\n";
+  return s + record_failure_text(n);
+}
+
 /// Growth of a metric beyond a factor and an absolute floor (both must hold).
 bool grew(double base, double now, double factor, double floor) { return now > base * factor && now - base > floor; }
 
@@ -50,7 +67,7 @@ RecordChange classify(const std::string& section, const std::string& key, const 
   const bool ran_before = b.value("verdict", "") != "not_run", ran_now = n.value("verdict", "") != "not_run";
   if (ran_before && !ran_now) return {section, key, Change::removed, "not run in the new report (interrupted or deselected)"};
   if (!ran_before && ran_now) return {section, key, Change::added, "not run in the base report"};
-  if (!failing(b) && failing(n)) return {section, key, Change::new_failure, verdict_change(b, n)};
+  if (!failing(b) && failing(n)) return {section, key, Change::new_failure, verdict_change(b, n), change_details(b, n)};
   if (failing(b) && !failing(n)) return {section, key, Change::fixed, verdict_change(b, n)};
   const double bu = number(b, "max_ulp"), nu = number(n, "max_ulp"), br = number(b, "rms_ulp"), nr = number(n, "rms_ulp");
   const double bb = number(b, "max_bound_ratio"), nb = number(n, "max_bound_ratio");
@@ -68,7 +85,7 @@ RecordChange classify(const std::string& section, const std::string& key, const 
     for (const auto& e : v) s += (s.empty() ? "" : "; ") + e;
     return s;
   };
-  if (!worse.empty()) return {section, key, Change::regression, join(worse)};
+  if (!worse.empty()) return {section, key, Change::regression, join(worse), change_details(b, n)};
   if (!better.empty()) return {section, key, Change::improvement, join(better)};
   return {section, key, Change::unchanged, ""};
 }
@@ -145,7 +162,8 @@ nlohmann::json diff_json(const DiffResult& d, const DiffThresholds& t) {
   for (const RecordChange& c : d.changes) {
     counts[change_name(c.change)] = counts[change_name(c.change)].get<int>() + 1;
     if (c.change != Change::unchanged)
-      changes.push_back({{"section", c.section}, {"record", c.key}, {"change", change_name(c.change)}, {"why", c.why}});
+      changes.push_back({{"section", c.section}, {"record", c.key}, {"change", change_name(c.change)}, {"why", c.why},
+                         {"details", c.details}});
   }
   return {{"format", "normcheck-diff-v1"},
           {"regressed", d.regressed()},

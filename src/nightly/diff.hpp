@@ -23,6 +23,9 @@ struct RecordChange {
   std::string section, key;
   Change change;
   std::string why;  ///< e.g. "max_ulp 3.2 -> 9.1"
+  /// New failures and regressions: the numbers before and after (err/bound, max ULP over normal
+  /// outputs, RMS ULP), the new worst element and its replay command, one fact per line.
+  std::string details{};
 };
 
 struct DiffResult {

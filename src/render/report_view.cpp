@@ -9,6 +9,7 @@
 
 #include "core/metrics.hpp"
 #include "report/case_json.hpp"
+#include "report/verdicts.hpp"
 #include "sections/section.hpp"
 
 namespace normcheck::render {
@@ -69,7 +70,7 @@ VerdictClass verdict_class(const nlohmann::json& record) {
   if (v.empty() && p.contains("as_expected") && p.at("as_expected").is_boolean())  // axis audit: as expected or not
     return p.at("as_expected").get<bool>() ? VerdictClass::pass : VerdictClass::fail;
   if (v == "pass") return VerdictClass::pass;
-  if (v == "fail" || v == "own_bound_violated" || v == "kernel_failure") return VerdictClass::fail;
+  if (is_failing_verdict(v)) return VerdictClass::fail;
   if (v == "flagged") return VerdictClass::flagged;
   if (v == "not_run") return VerdictClass::not_run;
   if (v == "uncertified") return VerdictClass::uncertified;

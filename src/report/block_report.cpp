@@ -28,7 +28,7 @@ nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::
                  record_verdict(r.kernel_failures, verdict_name(r.cases, r.acc, r.failed(), r.known_weak)), r.cases, r.failed_cases,
                  r.uncertified_cases, std::nullopt};
   if (r.kernel != "builtin")  // built-in records stay as they were
-    h.external = ExternalRecordIdentity{r.kernel, std::nullopt, r.kernel_failures, r.first_kernel_failure};
+    h.external = ExternalRecordIdentity{r.kernel, std::nullopt, r.kernel_failures, r.first_kernel_failure, std::nullopt};
   nlohmann::json j = record_header_json(h);
   j.update({{"variant", r.variant},
                       {"property", "accuracy/" + r.generator},

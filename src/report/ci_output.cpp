@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "report/verdicts.hpp"
+
 namespace normcheck {
 
 namespace {
@@ -32,12 +34,19 @@ std::string text(const nlohmann::json& j, const char* key) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-bool is_failure(const std::string& verdict) {
-  return verdict == "fail" || verdict == "kernel_failure" || verdict == "own_bound_violated" || verdict == "uncertified";
+/// Every section's records array, with the section's key (the per-op section's is "records").
+std::vector<std::pair<std::string, const nlohmann::json*>> record_lists(const nlohmann::json& report) {
+  std::vector<std::pair<std::string, const nlohmann::json*>> lists;
+  for (const auto& [key, section] : report.items()) {
+    if (key == "records" && section.is_array()) lists.emplace_back(key, &section);
+    else if (section.is_object() && section.contains("records") && section.at("records").is_array())
+      lists.emplace_back(key, &section.at("records"));
+  }
+  return lists;
 }
 
-/// "layernorm_forward/y two_pass f32 (acc f32) accuracy/normal" and the like, from whatever identity
-/// fields the record has.
+}  // namespace
+
 std::string record_name(const nlohmann::json& r) {
   std::string name = text(r, "op") + "/" + text(r, "output");
   for (const char* key : {"kernel", "variant"})
@@ -49,7 +58,7 @@ std::string record_name(const nlohmann::json& r) {
   return name;
 }
 
-std::string failure_body(const nlohmann::json& r) {
+std::string record_failure_text(const nlohmann::json& r) {
   std::string body = fmt::format("verdict {}: {} of {} cases failed\n", text(r, "verdict"), text(r, "failed_cases"), text(r, "cases"));
   if (r.contains("kernel_failures") && r.at("kernel_failures").is_object() && !text(r.at("kernel_failures"), "first").empty())
     body += "kernel failure: " + text(r.at("kernel_failures"), "first") + "\n";
@@ -67,6 +76,8 @@ std::string failure_body(const nlohmann::json& r) {
   return body;
 }
 
+namespace {
+
 double severity(const nlohmann::json& r) {
   if (text(r, "verdict") == "kernel_failure") return HUGE_VAL;
   if (!r.contains("worst_case") || !r.at("worst_case").is_object() || !r.at("worst_case").contains("element")) return 0;
@@ -79,21 +90,16 @@ double severity(const nlohmann::json& r) {
 
 std::string failing_records_text(const nlohmann::json& report, size_t cap) {
   std::vector<std::pair<double, const nlohmann::json*>> failing;
-  for (const auto& [key, section] : report.items()) {
-    const nlohmann::json* list = key == "records" && section.is_array() ? &section
-                                 : section.is_object() && section.contains("records") && section.at("records").is_array() ? &section.at("records")
-                                                                                                                         : nullptr;
-    if (!list) continue;
+  for (const auto& [key, list] : record_lists(report))
     for (const nlohmann::json& r : *list)
-      if (r.is_object() && is_failure(text(r, "verdict")) && text(r, "expectation") != "report_only") failing.emplace_back(severity(r), &r);
-  }
+      if (r.is_object() && is_failing_verdict(text(r, "verdict")) && text(r, "expectation") != "report_only") failing.emplace_back(severity(r), &r);
   if (failing.empty()) return "";
   std::stable_sort(failing.begin(), failing.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::string out = fmt::format("\nfailing records, most severe first ({} of {}):\n", std::min(cap, failing.size()), failing.size());
   for (size_t i = 0; i < failing.size() && i < cap; ++i) {
     const nlohmann::json& r = *failing[i].second;
     out += "FAIL " + record_name(r) + "\n";
-    std::string body = failure_body(r);
+    std::string body = record_failure_text(r);
     for (size_t start = 0; start < body.size();) {
       const size_t end = body.find('\n', start);
       out += "  " + body.substr(start, end - start) + "\n";
@@ -103,14 +109,60 @@ std::string failing_records_text(const nlohmann::json& report, size_t cap) {
   return out;
 }
 
+RecordCounts record_counts(const nlohmann::json& report) {
+  RecordCounts c;
+  for (const auto& [key, list] : record_lists(report))
+    for (const nlohmann::json& r : *list) {
+      if (!r.is_object()) continue;
+      ++c.records;
+      const std::string verdict = text(r, "verdict");
+      if (verdict == "not_run") {
+        ++c.not_run;
+        c.declined_cases += r.value("declined_cases", int64_t{0});
+        continue;
+      }
+      ++c.judged;
+      c.declined_cases += r.value("declined_cases", int64_t{0});
+      if (verdict == "flagged") ++c.flagged;
+      if (!is_failing_verdict(verdict)) continue;
+      if (text(r, "expectation") == "report_only") ++c.failing_report_only;
+      else ++c.failing;
+    }
+  return c;
+}
+
+std::string record_counts_text(const RecordCounts& c) {
+  std::string s = fmt::format("{} record{}: {} judged, {} failed", c.records, c.records == 1 ? "" : "s", c.judged, c.failing);
+  if (c.flagged) s += fmt::format(", {} known-weak flagged (expected to fail)", c.flagged);
+  if (c.failing_report_only) s += fmt::format(", {} failed report-only", c.failing_report_only);
+  if (c.not_run) s += fmt::format(", {} not run (unsupported or no case)", c.not_run);
+  if (c.declined_cases) s += fmt::format("; {} cases declined by the kernel (unsupported)", c.declined_cases);
+  return s;
+}
+
+CaseTotals case_totals(const nlohmann::json& report) {
+  CaseTotals t;
+  const auto add = [&t](const nlohmann::json& j) {
+    t.done += j.value("cases_done", int64_t{0});
+    t.planned += j.value("cases_planned", int64_t{0});
+  };
+  for (const auto& [key, section] : report.items())
+    if (section.is_object() && section.contains("cases_planned") && section.at("cases_planned").is_number_integer()) add(section);
+  return t;
+}
+
+std::string run_result_text(const nlohmann::json& report, const std::string& report_path) {
+  const nlohmann::json& run = report.at("run");
+  const bool passed = run.value("passed", false), complete = run.value("complete", false);
+  const CaseTotals t = case_totals(report);
+  return fmt::format("report: {} ({}, {}/{} cases{})\n  {}\n", report_path, passed ? "PASSED" : "FAILED", t.done, t.planned,
+                     complete ? "" : ", INCOMPLETE: interrupted", record_counts_text(record_counts(report)));
+}
+
 std::string junit_xml(const nlohmann::json& report) {
   std::string suites;
   int64_t all_tests = 0, all_failures = 0;
-  for (const auto& [key, section] : report.items()) {
-    const nlohmann::json* records = nullptr;
-    if (key == "records" && section.is_array()) records = &section;
-    else if (section.is_object() && section.contains("records") && section.at("records").is_array()) records = &section.at("records");
-    if (!records) continue;
+  for (const auto& [key, records] : record_lists(report)) {
     std::string cases;
     int64_t tests = 0, failures = 0, skipped = 0;
     for (const nlohmann::json& r : *records) {
@@ -118,15 +170,16 @@ std::string junit_xml(const nlohmann::json& report) {
       ++tests;
       const std::string verdict = text(r, "verdict"), expectation = text(r, "expectation");
       cases += fmt::format("    <testcase classname=\"normcheck.{}\" name=\"{}\">\n", xml_escaped(key), xml_escaped(record_name(r)));
-      if (verdict == "not_run") {
+      if (verdict == "not_run" || verdict == "uncertified") {
         ++skipped;
-        cases += "      <skipped message=\"not run (unsupported or no case)\"/>\n";
-      } else if (is_failure(verdict) && expectation != "report_only") {
+        cases += verdict == "not_run" ? "      <skipped message=\"not run (unsupported or no case)\"/>\n"
+                                      : "      <skipped message=\"uncertified: the oracle certified no element\"/>\n";
+      } else if (is_failing_verdict(verdict) && expectation != "report_only") {
         ++failures;
         cases += fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n", xml_escaped(verdict),
-                             xml_escaped(verdict + ": " + record_name(r)), xml_escaped(failure_body(r)));
-      } else if (is_failure(verdict)) {
-        cases += fmt::format("      <system-out>{}</system-out>\n", xml_escaped("report-only " + failure_body(r)));
+                             xml_escaped(verdict + ": " + record_name(r)), xml_escaped(record_failure_text(r)));
+      } else if (is_failing_verdict(verdict)) {
+        cases += fmt::format("      <system-out>{}</system-out>\n", xml_escaped("report-only " + record_failure_text(r)));
       } else if (verdict == "flagged") {
         cases += "      <system-out>a known-weak kernel, caught as expected</system-out>\n";
       }
@@ -142,23 +195,13 @@ std::string junit_xml(const nlohmann::json& report) {
 }
 
 nlohmann::json summary_line(const nlohmann::json& report, const std::string& report_path) {
-  int64_t records = 0, failing = 0, flagged = 0;
-  for (const auto& [key, section] : report.items()) {
-    const nlohmann::json* list = key == "records" && section.is_array() ? &section
-                                 : section.is_object() && section.contains("records") && section.at("records").is_array() ? &section.at("records")
-                                                                                                                         : nullptr;
-    if (!list) continue;
-    for (const nlohmann::json& r : *list) {
-      ++records;
-      const std::string verdict = text(r, "verdict");
-      failing += is_failure(verdict) ? 1 : 0;
-      flagged += verdict == "flagged" ? 1 : 0;
-    }
-  }
+  const RecordCounts c = record_counts(report);
+  const CaseTotals totals = case_totals(report);
   const nlohmann::json& run = report.at("run");
-  return {{"passed", run.at("passed")}, {"complete", run.at("complete")}, {"cases_done", run.at("cases_done")},
-          {"cases_planned", run.at("cases_planned")}, {"records", records}, {"failing", failing}, {"flagged", flagged},
-          {"report", report_path}};
+  return {{"passed", run.at("passed")}, {"complete", run.at("complete")}, {"cases_done", totals.done},
+          {"cases_planned", totals.planned}, {"records", c.records}, {"judged", c.judged}, {"not_run", c.not_run},
+          {"failing", c.failing}, {"failing_report_only", c.failing_report_only}, {"flagged", c.flagged},
+          {"declined_cases", c.declined_cases}, {"report", report_path}};
 }
 
 }  // namespace normcheck

@@ -26,7 +26,7 @@ nlohmann::json record_json(const ContractionSuiteConfig& cfg, const ContractionR
                  r.uncertified_cases, std::nullopt};
   if (cfg.external && r.form == "contracted")  // built-in records stay as they were
     h.external = ExternalRecordIdentity{cfg.external->name, cfg.external->report_only ? Expectation::report_only : Expectation::must_pass,
-                                        r.kernel_failures, r.first_kernel_failure};
+                                        r.kernel_failures, r.first_kernel_failure, std::nullopt};
   nlohmann::json j = record_header_json(h);
   j.update({{"form", r.form},
                       {"property", "accuracy/" + r.generator},

@@ -19,6 +19,7 @@ nlohmann::json record_header_json(const RecordHeader& h) {
     j["kernel"] = h.external->kernel;
     if (h.external->expectation) j["expectation"] = expectation_name(*h.external->expectation);
     j["kernel_failures"] = {{"cases", h.external->kernel_failures}, {"first", h.external->first_kernel_failure}};
+    if (h.external->declined_cases) j["declined_cases"] = *h.external->declined_cases;
   }
   return j;
 }

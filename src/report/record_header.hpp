@@ -21,6 +21,7 @@ struct ExternalRecordIdentity {
   std::optional<Expectation> expectation;  ///< written when the section's records have none of their own
   int64_t kernel_failures = 0;
   std::string first_kernel_failure;
+  std::optional<int64_t> declined_cases;  ///< calls declined as unsupported, where the section counts them
 };
 
 struct RecordHeader {

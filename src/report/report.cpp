@@ -106,7 +106,7 @@ nlohmann::json worst_case_json(const RunConfig& cfg, const Record& r, size_t rec
   // record, or a known-weak kernel flagged as expected, keeps generator, seed and digest, from which
   // `normcheck replay` regenerates the case and checks it.
   const std::string v = verdict(r);
-  const bool inline_inputs = v != "pass" && v != "flagged";
+  const bool inline_inputs = is_failing_verdict(v) || v == "uncertified";
   if (!inline_inputs)
     for (const char* key : {"x", "gamma", "beta", "dy"}) j.erase(key);
   j["inputs_inline"] = j.contains("x");  // cases above kInlineCaseLimit elements are never inline
@@ -120,7 +120,7 @@ nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, 
   const ErrorAccumulator& a = r.acc;
   RecordHeader h{std::string(op_name(r.key.op)), r.key.storage, r.key.accum, r.key.output, r.bound_id, r.expectation,
                  verdict(r), r.cases, r.failed_cases, r.uncertified_cases, std::nullopt};
-  if (is_external_kernel_name(r.key.kernel)) h.external = ExternalRecordIdentity{r.key.kernel, std::nullopt, r.kernel_failures, r.first_kernel_failure};
+  if (is_external_kernel_name(r.key.kernel)) h.external = ExternalRecordIdentity{r.key.kernel, std::nullopt, r.kernel_failures, r.first_kernel_failure, r.declined_cases};
   nlohmann::json j = record_header_json(h);
   j.update({{"kernel", r.key.kernel},
           {"variant", r.key.variant},
@@ -186,6 +186,7 @@ nlohmann::json accumulator_json(const ErrorAccumulator& a) {
           {"ulp_histogram", ulp_histogram_json(a)},
           {"elements", a.count()},
           {"max_ulp", json_number(a.max_ulp())},
+          {"max_ulp_normal", json_number(a.max_ulp_normal())},
           {"rms_ulp", json_number(a.rms_ulp())},
           {"max_ulp_distance", a.max_ulp_distance()},
           {"max_abs_error", json_number(a.max_abs())},

@@ -7,6 +7,7 @@
 
 #include "report/json_input.hpp"
 #include "report/output_files.hpp"
+#include "report/verdicts.hpp"
 #include "suite/runner.hpp"
 
 namespace normcheck {
@@ -50,6 +51,7 @@ nlohmann::json oracle_levels_json(const std::map<int, int64_t>& levels);
 nlohmann::json bias_json(const BiasAccumulator& b);
 
 std::string verdict_name(int64_t cases, const ErrorAccumulator& a, bool failed, bool known_weak);
+
 
 const char* expectation_name(Expectation e);
 

@@ -40,7 +40,7 @@ void print_summary(const RunResult& r) {
     row.void_bounds += rec.acc.void_bounds();
     row.unjudged += rec.acc.unjudged();
     row.bias_flagged += rec.bias.flagged() ? 1 : 0;
-    row.max_ulp = std::max(row.max_ulp, rec.acc.max_ulp());
+    row.max_ulp = std::max(row.max_ulp, rec.acc.max_ulp_normal());
     row.max_ratio = std::max(row.max_ratio, rec.acc.max_bound_ratio());
     row.own_ratio = std::max(row.own_ratio, rec.own.max_rigor_ratio());
     row.own_failed += rec.own_failed_cases;
@@ -64,11 +64,13 @@ void print_summary(const RunResult& r) {
                             .c_str());
   }
   std::printf(
-      "max ulp: fractional ULP error vs the certified oracle. err/bound: worst |error| / verdict bound (a failure\n"
-      "needs |error| - oracle radius > bound); err/own: against the kernel's own bound (weak kernels: their weaker\n"
-      "bound, must hold). no-bound: elements whose a priori bound is void (overflow or unresolved statistics),\n"
-      "judged by the structural envelope only. (bias): outputs rounded toward or away from zero, flagged by the\n"
-      "bias statistic although every element is within its bound (docs/bounds.md section 16).\n");
+      "max ulp: fractional ULP error vs the certified oracle over elements whose exact value is a normal number\n"
+      "(the report's max_ulp_normal; its max_ulp also counts tiny exact outputs, whose ULP is the subnormal one).\n"
+      "err/bound: worst |error| / verdict bound (a failure needs |error| - oracle radius > bound); err/own: against\n"
+      "the kernel's own bound (weak kernels: their weaker bound, must hold). no-bound: elements whose a priori\n"
+      "bound is void (overflow or unresolved statistics), judged by the structural envelope only. (bias): outputs\n"
+      "rounded toward or away from zero, flagged by the bias statistic although every element is within its\n"
+      "bound (docs/bounds.md section 16).\n");
   for (const auto& [k, row] : rows)
     if (row.kernel_failures > 0)
       std::printf("kernel failure: %s/%s %s %s, %lld calls failed (no outputs to judge); first: %s\n",
@@ -94,7 +96,7 @@ void print_block_summary(const BlockSuiteResult& r) {
   for (const BlockComparisonRow& row : block_comparison(r))
     std::printf("%s\n", fmt::format("{:<5} {:<28} {:<3} {:>9} {:>10.4g} {:>9.4g} {:>10.3g} {:>10.4g} {:>11}",
                                     dtype_info(row.dtype).name, row.variant, row.output, row.acc.count(),
-                                    row.acc.max_ulp(), row.acc.rms_ulp(), row.acc.normwise(),
+                                    row.acc.max_ulp_normal(), row.acc.rms_ulp(), row.acc.normwise(),
                                     std::max(0.0, row.acc.max_bound_ratio()), row.acc.bound_violations())
                             .c_str());
   int64_t failed = 0;
@@ -116,7 +118,7 @@ void print_contraction_summary(const ContractionSuiteResult& r) {
                           .c_str());
   for (const ContractionComparisonRow& row : contraction_comparison(r)) {
     std::printf("%s\n", fmt::format("{:<5} {:<10} {:<3} {:>9} {:>10.4g} {:>9.4g} {:>10.3g} {:>10.4g} {:>11}",
-                                    dtype_info(row.dtype).name, row.form, row.output, row.acc.count(), row.acc.max_ulp(),
+                                    dtype_info(row.dtype).name, row.form, row.output, row.acc.count(), row.acc.max_ulp_normal(),
                                     row.acc.rms_ulp(), row.acc.normwise(), std::max(0.0, row.acc.max_bound_ratio()),
                                     row.acc.bound_violations())
                             .c_str());
@@ -139,7 +141,7 @@ void print_grouped_summary(const GroupedSuiteResult& r) {
                           .c_str());
   for (const GroupedRecord& rec : r.records)
     std::printf("%s\n", fmt::format("{:<5} {:<18} {:<13} {:>5} {:>9} {:>10.4g} {:>9.4g} {:>10.4g} {:>11}", dtype_info(rec.storage).name,
-                                    audit::kind_name(rec.kind), rec.output, rec.cases, rec.acc.count(), rec.acc.max_ulp(),
+                                    audit::kind_name(rec.kind), rec.output, rec.cases, rec.acc.count(), rec.acc.max_ulp_normal(),
                                     rec.acc.rms_ulp(), std::max(0.0, rec.acc.max_bound_ratio()), rec.acc.bound_violations())
                             .c_str());
   for (const GroupedRecord& rec : r.records)
@@ -157,7 +159,7 @@ void print_jvp_summary(const JvpSuiteResult& r) {
   for (const JvpRecord& rec : r.records) {
     if (rec.cases == 0) continue;
     std::printf("%s\n", fmt::format("{:<5} {:<16} {:<24} {:>5} {:>9} {:>10.4g} {:>10.4g} {:>11} {:>8}", dtype_info(rec.storage).name,
-                                    rec.kernel, rec.generator, rec.cases, rec.acc.count(), rec.acc.max_ulp(),
+                                    rec.kernel, rec.generator, rec.cases, rec.acc.count(), rec.acc.max_ulp_normal(),
                                     std::max(0.0, rec.acc.max_bound_ratio()), rec.acc.bound_violations(),
                                     rec.kernel_failures > 0 ? "failure" : verdict_name(rec.cases, rec.acc, rec.failed(), rec.known_weak))
                             .c_str());

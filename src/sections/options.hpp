@@ -13,6 +13,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitCheckFailed = 1;
 inline constexpr int kExitBadInput = 2;
 
+/// Where `run` writes its report without --out (relative to the current directory, announced on stderr).
+inline constexpr const char* kDefaultReport = "reports/latest.json";
+
 struct RunOptions {
   std::string suite = "default";
   std::vector<std::string> ops, variants, dtypes, generators, block_generators, contraction_generators;
@@ -26,10 +29,11 @@ struct RunOptions {
   std::string block_form;            ///< --block-form: composed or deferred, what a served linear_rmsnorm kernel computes
   bool report_only = false;          ///< external kernels are measured, not judged (third-party libraries)
   int threads = 1;
-  std::string out = "reports/latest.json";
+  std::string out;  ///< empty: kDefaultReport, announced on stderr
   std::optional<int64_t> rows, n, max_elements;
   std::optional<double> eps;
-  bool quiet = false;
+  bool quiet = false;    ///< no tables, no failing-record explanations (the result lines stay)
+  bool verbose = false;  ///< explain every failing record (default: the 10 most severe)
   std::string junit;         ///< --junit FILE: JUnit XML, one testcase per record
   bool summary_json = false;  ///< --summary-json: one machine-readable summary line on stdout
   std::string shard;  ///< "i/N": run only shard i of N (empty: everything)

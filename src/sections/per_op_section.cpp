@@ -197,7 +197,7 @@ class PerOpSection final : public Section {
                            int64_t index) {
     const std::string output = rec.at("output").get<std::string>();
     const auto judged = judge_case(k, c, ref);
-    if (judged.empty()) {
+    if (judged.empty() || judged.front().declined) {
       std::printf("the kernel declined the call (unsupported): nothing to replay\n");
       return kExitCheckFailed;
     }

@@ -141,7 +141,7 @@ nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSu
                    rec.failed_cases, rec.uncertified_cases, std::nullopt};
     if (cfg.external)  // built-in records stay as they were
       h.external = ExternalRecordIdentity{cfg.external->name, cfg.external->report_only ? Expectation::report_only : Expectation::must_pass,
-                                          rec.kernel_failures, rec.first_kernel_failure};
+                                          rec.kernel_failures, rec.first_kernel_failure, std::nullopt};
     nlohmann::json j = record_header_json(h);
     j.update({
         {"kind", std::string(audit::kind_name(rec.kind))},

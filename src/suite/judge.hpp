@@ -31,6 +31,7 @@ struct OutputJudgement {
   bool own_failed = false;
   std::string kernel_failure;  ///< the kernel produced no outputs: crash, hang or error (failed)
   BiasAccumulator bias;  ///< the directed-rounding statistic of this output (per-op records only)
+  bool declined = false;  ///< an external kernel declined the call (unsupported): nothing judged
 };
 
 /// What the bias statistic needs of each element of a judged tensor: the signed error in bound

@@ -168,7 +168,7 @@ nlohmann::json jvp_suite_json(const JvpSuiteConfig& cfg, const JvpSuiteResult& r
                    rec.failed_cases, rec.uncertified_cases, std::nullopt};
     if (cfg.external)
       h.external = ExternalRecordIdentity{rec.kernel, cfg.external->report_only ? Expectation::report_only : Expectation::must_pass,
-                                          rec.kernel_failures, rec.first_kernel_failure};
+                                          rec.kernel_failures, rec.first_kernel_failure, std::nullopt};
     nlohmann::json j = record_header_json(h);
     nlohmann::json worst = nullptr;
     if (rec.worst.case_index >= 0)

@@ -133,6 +133,10 @@ void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, con
                 std::vector<Record>& records) {
   for (const Partial& p : item.partials) {
     Record& rec = records[p.record];
+    if (p.judgement.declined) {  // unsupported: counted, never judged (the record stays not_run without judged cases)
+      ++rec.declined_cases;
+      continue;
+    }
     const ItemResult::OracleInfo& oracle = item.oracle.at(is_rmsnorm(rec.key.op));
     ++rec.cases;
     if (!oracle.certified) ++rec.uncertified_cases;
@@ -242,7 +246,11 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   auto worker = [&] {
     for (size_t k; !stop_requested() && (k = next++) < todo.size();) {
       ItemResult item = run_item(cfg, items[todo[k]], kernels, index, journal_mu);
-      count_finished(std::any_of(item.partials.begin(), item.partials.end(), [](const Partial& p) { return p.judgement.failed; }));
+      // Must-pass failures only: known-weak kernels fail by design and report-only ones do not fail the run.
+      count_finished(std::any_of(item.partials.begin(), item.partials.end(), [&](const Partial& p) {
+        const Record& rec = result.records[p.record];  // expectation and known_weak are fixed before the workers start
+        return p.judgement.failed && !rec.known_weak && rec.expectation == Expectation::must_pass;
+      }));
       std::lock_guard<std::mutex> lock(merge_mu);
       pending.emplace(k, std::move(item));
       for (auto it = pending.find(cursor); it != pending.end(); it = pending.find(++cursor)) {

@@ -81,6 +81,7 @@ struct Record {
   bool known_weak = false;
   int64_t cases = 0, failed_cases = 0;
   int64_t uncertified_cases = 0;  ///< cases with elements the oracle could not certify (unjudged)
+  int64_t declined_cases = 0;     ///< cases an external kernel declined (unsupported): not judged, not in `cases`
   ErrorAccumulator acc;
   ErrorAccumulator own;            ///< against the own bound
   int64_t own_failed_cases = 0;    ///< rigor failures: the own bound was violated

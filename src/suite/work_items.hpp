@@ -17,7 +17,7 @@ namespace normcheck {
 /// Set to true (e.g. by a signal handler) to stop after the cases in flight (runner.cpp).
 std::atomic<bool>& stop_requested();
 
-/// Live counts for the progress line (cases finished, cases with a failing output), bumped by every
+/// Live counts for the progress line (cases finished, cases where a must-pass kernel failed), bumped by every
 /// section as items finish (runner.cpp).
 struct ProgressCounters {
   std::atomic<int64_t> done{0}, failing{0};
