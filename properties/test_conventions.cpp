@@ -231,3 +231,44 @@ TEST(Conventions, TheTerminalTranscriptInTheDocsIsWhatARunPrints) {
 }
 
 }  // namespace
+
+#include "report/schema_check.hpp"
+
+namespace {
+
+TEST(Conventions, EveryReportTheRunWritesFollowsTheSchemaStrictly) {
+  // Built-in kernels in every section, an ABI v2 plugin in every section it serves, a crashing plugin
+  // (kernel failures), an exec kernel (declined f16/bf16 calls): each report strictly conforms (the
+  // check that found the block records' kernel fields and the kernel_failure verdict missing from it).
+  const std::string build = fs::path(NORMCHECK_BINARY).parent_path().string();
+  const std::vector<std::string> runs = {
+      "run --suite quick --dtypes f32,bf16",
+      "run --suite quick --dtypes f32 --kernel " + build + "/libnc_plugin_v2_good.so",
+      "run --suite quick --ops layernorm_forward --dtypes f32 --generators normal --kernel " + build + "/libnc_plugin_crash.so",
+      "run --suite quick --ops layernorm_forward --dtypes f16,f32 --generators normal --exec '" + kExec + " {dir}'"};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const fs::path out = scratch() / ("strict_" + std::to_string(i) + ".json");
+    const Outcome o = run_cli(runs[i] + " -q --out " + out.string());
+    ASSERT_LE(o.exit_code, 1) << runs[i] << o.err;
+    const auto report = nlohmann::json::parse(slurp(out));
+    const auto violation = normcheck::first_schema_violation(report, normcheck::report_schema(), normcheck::SchemaMode::strict);
+    EXPECT_FALSE(violation) << runs[i] << ": at " << violation->pointer << ": " << violation->what;
+  }
+  // The committed baseline too.
+  const auto baseline = nlohmann::json::parse(slurp(fs::path(NORMCHECK_SOURCE_DIR) / "reports/baseline/nightly.json"));
+  const auto violation = normcheck::first_schema_violation(baseline, normcheck::report_schema(), normcheck::SchemaMode::strict);
+  EXPECT_FALSE(violation) << "baseline: at " << violation->pointer << ": " << violation->what;
+  // And the checker does catch: a required field removed, an unknown one added, a type changed.
+  nlohmann::json tampered = baseline;
+  tampered["records"][0].erase("verdict");
+  EXPECT_EQ(normcheck::first_schema_violation(tampered, normcheck::report_schema())->what, "misses the required field \"verdict\"");
+  tampered = baseline;
+  tampered["records"][0]["surprise"] = 1;
+  EXPECT_NE(normcheck::first_schema_violation(tampered, normcheck::report_schema())->what.find("\"surprise\""), std::string::npos);
+  EXPECT_FALSE(normcheck::first_schema_violation(tampered, normcheck::report_schema(), normcheck::SchemaMode::present_fields));
+  tampered["records"][0]["cases"] = -1;
+  EXPECT_EQ(normcheck::first_schema_violation(tampered, normcheck::report_schema(), normcheck::SchemaMode::present_fields)->pointer,
+            "/records/0/cases");
+}
+
+}  // namespace

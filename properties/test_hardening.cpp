@@ -55,9 +55,17 @@ TEST(Hardening, DeeplyNestedJsonIsRefusedByEveryCommandThatReadsReports) {
 
 TEST(Hardening, MalformedReportFieldsNameTheFileInOneLine) {
   const fs::path type = edited("hardening_type.json", [](nlohmann::json& j) { j["records"][0]["op"] = 5; });
-  expect_one_line_exit_two("replay --report " + type.string() + " --record 0", "'" + type.string() + "' is malformed");
+  expect_one_line_exit_two("replay --report " + type.string() + " --record 0",
+                           "'" + type.string() + "' is malformed at /records/0/op: must be a string; is an integer (5)");
   const fs::path metric = edited("hardening_metric.json", [](nlohmann::json& j) { j["records"][0]["max_ulp"] = "5"; });
-  expect_one_line_exit_two("diff " + small_report().string() + " " + metric.string(), "field max_ulp is \"5\", not a number");
+  expect_one_line_exit_two("diff " + small_report().string() + " " + metric.string(),
+                           "'" + metric.string() + "' is malformed at /records/0/max_ulp: must be one of \"inf\", \"nan\"; is \"5\"");
+  // A field deep in a section, through each command that reads reports.
+  const fs::path deep = edited("hardening_deep.json", [](nlohmann::json& j) { j["records"][0]["worst_case"]["element"]["row"] = "x"; });
+  for (const std::string& args : {"render " + deep.string(), "diff " + small_report().string() + " " + deep.string(),
+                                  "merge " + deep.string() + " --out " + (scratch() / "deep_merged.json").string(),
+                                  "replay --report " + deep.string() + " --record 0"})
+    expect_one_line_exit_two(args, "is malformed at /records/0/worst_case/element/row: must be an integer; is a string (\"x\")");
   const fs::path overflow = scratch() / "hardening_overflow.json";
   std::ofstream(overflow) << R"({"tool": "normcheck", "x": 1e999})";
   expect_one_line_exit_two("render " + overflow.string(), "'" + overflow.string() + "' is malformed: number overflow");

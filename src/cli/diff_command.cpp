@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "report/schema_check.hpp"
 #include "report/json_input.hpp"
 #include "nightly/diff.hpp"
 #include "report/report.hpp"
@@ -20,7 +21,7 @@ int diff_command(const DiffOptions& o) {
   try {
     if (!(t.max_ulp_factor >= 1) || !(t.rms_ulp_factor >= 1) || !(t.bound_ratio_increase >= 0))
       throw std::invalid_argument("thresholds: ulp factors must be >= 1 and the bound-ratio increase >= 0");
-    d = nightly::diff_reports(read_json_file(o.base), read_json_file(o.now), t, o.force);
+    d = nightly::diff_reports(read_report_file(o.base), read_report_file(o.now), t, o.force);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "normcheck: error: %s\n", describe_input_error(o.base + "' or '" + o.now, e).c_str());
     return kExitBadInput;

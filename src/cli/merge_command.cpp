@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "cli/commands.hpp"
+#include "report/schema_check.hpp"
 #include "report/json_input.hpp"
 #include "nightly/merge.hpp"
 #include "report/ci_output.hpp"
@@ -33,7 +34,7 @@ int merge_command(const MergeOptions& o, const std::string& command_line) {
     for (const std::string& path : o.shards) {
       if (std::filesystem::exists(o.out) && std::filesystem::exists(path) && std::filesystem::equivalent(o.out, path))
         throw std::invalid_argument("--out '" + o.out + "' would overwrite the shard report '" + path + "'");
-      shards.push_back({path, read_json_file(path)});
+      shards.push_back({path, read_report_file(path)});
     }
     merged = nightly::merge_shards(std::move(shards), o.out);
     merged["run"]["command_line"] = command_line;

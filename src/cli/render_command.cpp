@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "report/schema_check.hpp"
 #include "report/json_input.hpp"
 #include "report/output_files.hpp"
 #include "nightly/diff.hpp"
@@ -26,13 +27,13 @@ std::string default_html_path(const std::string& report) {
 
 int render_command(const RenderOptions& o) {
   try {
-    const nlohmann::json report = read_json_file(o.report);
+    const nlohmann::json report = read_report_file(o.report);
     render::RenderOptions ro;
     ro.worst_count = static_cast<size_t>(o.worst);
     ro.report_name = o.report;
     ro.base_name = o.diff;
     std::optional<nightly::DiffResult> diff;
-    if (!o.diff.empty()) diff = nightly::diff_reports(read_json_file(o.diff), report, nightly::DiffThresholds{}, /*force=*/false);
+    if (!o.diff.empty()) diff = nightly::diff_reports(read_report_file(o.diff), report, nightly::DiffThresholds{}, /*force=*/false);
     const std::string html = render::render_html(report, diff ? &*diff : nullptr, ro);
     const std::string out = o.out.empty() ? default_html_path(o.report) : o.out;
     if (std::filesystem::exists(out) && std::filesystem::equivalent(out, o.report))

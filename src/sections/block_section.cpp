@@ -13,6 +13,7 @@
 #include "oracles/certified_rms_block.hpp"
 #include "properties/block_generators.hpp"
 #include "core/suggest.hpp"
+#include "report/schema_check.hpp"
 #include "report/block_report.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
@@ -167,7 +168,7 @@ class BlockSection final : public Section {
     std::optional<BlockKernelEntry> kernel;
     try {
       if (!o.dump.empty()) throw std::invalid_argument("--dump writes per-op records (--record) only; a block case is in the report's worst_case");
-      const json report = read_json_file(o.report);
+      const json report = read_report_file(o.report);
       rec = record_with_worst_case(records(report), index, "block record");
       kernel = block_kernel_for(report, rec, o);
       c = block_case_of(rec.at("worst_case"), kernel->storage);

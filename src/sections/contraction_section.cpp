@@ -10,6 +10,7 @@
 #include "external/serve_contraction.hpp"
 #include "nightly/merge_rules.hpp"
 #include "properties/contraction_generators.hpp"
+#include "report/schema_check.hpp"
 #include "report/contraction_report.hpp"
 #include "report/report.hpp"
 #include "report/terminal_summary.hpp"
@@ -128,7 +129,7 @@ class ContractionSection final : public Section {
     std::optional<ContractedKernel> kernel;
     try {
       if (!o.dump.empty()) throw std::invalid_argument("--dump writes per-op records (--record) only; a contraction case is in the report's worst_case");
-      const json report = read_json_file(o.report);
+      const json report = read_report_file(o.report);
       rec = record_with_worst_case(records(report), index, "contraction record");
       c = contraction_case_of(rec);
       if (rec.contains("kernel")) kernel = replay_contraction_kernel(report, rec, o);

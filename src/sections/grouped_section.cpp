@@ -12,6 +12,7 @@
 #include "external/serve_grouped.hpp"
 #include "nightly/merge_rules.hpp"
 #include "properties/grouped_generators.hpp"
+#include "report/schema_check.hpp"
 #include "report/report.hpp"
 #include "sections/replay_external.hpp"
 #include "sections/replay_support.hpp"
@@ -116,7 +117,7 @@ class GroupedSection final : public Section {
     std::function<GroupedOutputs(const GroupedNormCase&)> kernel = [](const GroupedNormCase& gc) { return run_grouped_kernel(gc); };
     try {
       if (!o.dump.empty()) throw std::invalid_argument("--dump writes per-op records (--record) only; a grouped case is regenerated from its seed");
-      const json report = read_json_file(o.report);
+      const json report = read_report_file(o.report);
       rec = record_with_worst_case(records(report), index, "grouped record");
       c = grouped_case_of(rec);
       if (rec.contains("kernel")) kernel = replay_grouped_kernel(report, rec, o);

@@ -12,6 +12,7 @@
 #include "kernels/jvp_registry.hpp"
 #include "nightly/merge_rules.hpp"
 #include "properties/jvp_generators.hpp"
+#include "report/schema_check.hpp"
 #include "report/json_input.hpp"
 #include "report/terminal_summary.hpp"
 #include "sections/replay_external.hpp"
@@ -117,7 +118,7 @@ class JvpSection final : public Section {
     JvpKernel kernel;
     try {
       if (!o.dump.empty()) throw std::invalid_argument("--dump writes per-op records (--record) only; a JVP case is regenerated from its seed");
-      const json report = read_json_file(o.report);
+      const json report = read_report_file(o.report);
       rec = record_with_worst_case(records(report), index, "JVP record");
       jc = jvp_case_of(rec);
       const std::string name = rec.at("kernel").get<std::string>();

@@ -13,6 +13,7 @@
 #include "nightly/merge_rules.hpp"
 #include "properties/generators.hpp"
 #include "core/suggest.hpp"
+#include "report/schema_check.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
 #include "report/terminal_summary.hpp"
@@ -173,7 +174,7 @@ class PerOpSection final : public Section {
     std::optional<KernelEntry> kernel;
     oracle::CertifiedLayerNorm ref;
     try {
-      report = read_json_file(o.report);
+      report = read_report_file(o.report);
       rec = record_with_worst_case(records(report), index, "record");
       const auto op = parse_op(rec.at("op").get<std::string>());
       const auto storage = parse_dtype(rec.at("storage").get<std::string>());
