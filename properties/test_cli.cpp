@@ -184,7 +184,8 @@ TEST(Cli, BoundsPrintsFormulaConstantsAndSampleAsTextAndJson) {
   const Outcome json = run_cli("bounds --kernel one_pass --dtype f32 --n 100 --json");
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto j = nlohmann::json::parse(json.out);
-  EXPECT_EQ(j.at("bound_id"), "LN-ONEPASS-SEQ");
+  EXPECT_EQ(j.at("bound_id"), "LN-ONEPASS-SEQ[f32/f32]");  // as reports write it (own_bound_id)
+  EXPECT_EQ(j.at("verdict_bound_id"), "LN-TWOPASS-SEQ[f32/f32]");
   EXPECT_GE(j.at("constants").size(), 8u);
   EXPECT_GT(j.at("sample").at("outputs").at("y").at("max_bound").get<double>(), 0.0);
   EXPECT_EQ(run_cli("bounds --kernel fastest").exit_code, 2);

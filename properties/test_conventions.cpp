@@ -272,3 +272,27 @@ TEST(Conventions, EveryReportTheRunWritesFollowsTheSchemaStrictly) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Conventions, EveryNormcheckCommandInDocsTerminalWorksAsPrinted) {
+  // From a scratch folder holding a build/ link (as after the README's build), not the source tree.
+  const fs::path root = scratch() / "terminal_doc";
+  fs::create_directories(root);
+  fs::create_symlink(fs::path(NORMCHECK_BINARY).parent_path(), root / "build");
+  std::ifstream doc(fs::path(NORMCHECK_SOURCE_DIR) / "docs/terminal.md");
+  int ran = 0;
+  for (std::string line; std::getline(doc, line);) {
+    if (line.rfind("    ./build/normcheck ", 0) != 0) continue;
+    const std::string command = line.substr(4, line.find("  #") == std::string::npos ? std::string::npos : line.find("  #") - 4);
+    const Outcome o = run_shell("cd " + root.string() + " && " + command);
+    const int expected = command.find("one_pass") != std::string::npos ? 1 : 0;  // the planted kernel's run fails, as documented
+    EXPECT_EQ(o.exit_code, expected) << command << "\n" << o.err;
+    ++ran;
+  }
+  EXPECT_GE(ran, 2);
+  const Outcome man = run_shell("cd " + root.string() + " && man -l build/share/man/man1/normcheck.1 | head -3");
+  EXPECT_NE(man.out.find("NORMCHECK"), std::string::npos) << man.err;
+}
+
+}  // namespace

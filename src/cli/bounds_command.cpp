@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,9 @@
 #include "cli/parse_names.hpp"
 #include "core/suggest.hpp"
 #include "core/bounds.hpp"
+#include "core/bounds_explain.hpp"
+#include "external/npy.hpp"
+#include "report/json_input.hpp"
 #include "properties/generators.hpp"
 #include "report/case_json.hpp"
 #include "suite/judge.hpp"
@@ -42,27 +46,95 @@ nlohmann::json sample_summary(const TensorBound& b, const std::vector<CertifiedV
           {"max_bound", finite.empty() ? 0.0 : finite.back()},
           {"median_bound", finite.empty() ? 0.0 : finite[finite.size() / 2]},
           {"max_bound_over_abs_value", max_rel},
-          {"first_bounds", hex_array(std::vector<double>(b.bound.begin(), b.bound.begin() + std::min<size_t>(3, b.bound.size())))},
+          {"bounds", hex_array(b.bound)},
           {"observed_max_error_over_bound", json_number(observed.own.max_rigor_ratio())}};
+}
+
+nlohmann::json terms_json(const std::vector<BoundTerm>& terms) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const BoundTerm& t : terms)
+    a.push_back({{"name", t.name}, {"value", json_number(t.value)}, {"hex", hexfloat(t.value)}, {"meaning", t.value_meaning},
+                 {"section", t.section}});
+  return a;
+}
+
+/// The element to explain: --element when given, else the largest finite bound (the first void one if all are void).
+size_t explained_element(const TensorBound& b, const std::optional<int64_t>& element) {
+  if (element) return static_cast<size_t>(*element);
+  size_t best = 0;
+  for (size_t i = 1; i < b.bound.size(); ++i)
+    if (std::isfinite(b.bound[i]) && (!std::isfinite(b.bound[best]) || b.bound[i] > b.bound[best])) best = i;
+  return best;
+}
+
+nlohmann::json explanation_json(const BoundExplanation& e) {
+  const double total = e.arithmetic + e.store + e.evaluation_slack;
+  const auto share = [total](double part) { return total > 0 ? 100 * part / total : 0.0; };
+  return {{"index", e.index}, {"row", e.row}, {"col", e.col}, {"bound", hexfloat(e.bound)}, {"bound_decimal", e.bound},
+          {"exact_abs_upper", e.exact_abs}, {"void", e.void_bound},
+          {"row_terms", terms_json(e.row_terms)}, {"element_terms", terms_json(e.element_terms)},
+          {"arithmetic", {{"value", e.arithmetic}, {"share_percent", share(e.arithmetic)},
+                          {"meaning", "e: the error of the computation in the accumulator (sections 2-4, 10)"}}},
+          {"store_rounding", {{"value", e.store}, {"share_percent", share(e.store)},
+                              {"meaning", "u_s (|exact| + e) + eta_s: the final rounding to the storage dtype (section 2.6)"}}},
+          {"evaluation_slack", {{"value", e.evaluation_slack}, {"share_percent", share(e.evaluation_slack)},
+                                {"meaning", "the bound's 1e-6 relative safety factor for its own evaluation"}}}};
+}
+
+void print_terms(const nlohmann::json& terms) {
+  for (const auto& t : terms)
+    std::printf("    %-9s = %-24s %-12.6g %s [%s]\n", t["name"].get<std::string>().c_str(), t["hex"].get<std::string>().c_str(),
+                t["value"].is_number() ? t["value"].get<double>() : HUGE_VAL, t["meaning"].get<std::string>().c_str(),
+                t["section"].get<std::string>().c_str());
+}
+
+void print_explanation(const std::string& output, const nlohmann::json& e, const std::string& storage) {
+  const std::string where = e["row"].get<int64_t>() < 0 ? fmt::format("column {}", e["col"].get<int64_t>())
+                                                        : fmt::format("row {}, column {}", e["row"].get<int64_t>(), e["col"].get<int64_t>());
+  std::printf("  %s element %lld (%s): bound %s = %.6g, |exact| <= %.6g\n", output.c_str(), e["index"].get<long long>(), where.c_str(),
+              e["bound"].get<std::string>().c_str(), e["bound_decimal"].get<double>(), e["exact_abs_upper"].get<double>());
+  if (!e["row_terms"].empty()) {
+    std::printf("   the row's statistics:\n");
+    print_terms(e["row_terms"]);
+  }
+  if (!e["element_terms"].empty()) {
+    std::printf("   the element's intermediates:\n");
+    print_terms(e["element_terms"]);
+  }
+  if (e["void"].get<bool>()) {
+    std::printf("   the bound is void (+inf): overflow predicted or the statistics unresolved (section 5); the envelope judges it\n");
+    return;
+  }
+  std::printf("   the bound, term by term:\n");
+  for (const char* part : {"arithmetic", "store_rounding", "evaluation_slack"})
+    std::printf("    %-16s %-12.6g %6.2f %%  %s\n", part, e[part]["value"].get<double>(), e[part]["share_percent"].get<double>(),
+                e[part]["meaning"].get<std::string>().c_str());
+  const double store = e["store_rounding"]["share_percent"].get<double>();
+  if (store >= 50)
+    std::printf("   for %s storage the output rounding is %.2f %% of the %s bound: the kernel's arithmetic is held to the rest\n",
+                storage.c_str(), store, output.c_str());
 }
 
 void print_text(const nlohmann::json& j) {
   std::printf("bound %s for %s, kernel %s, storage %s, accumulator %s\n", j["bound_id"].get<std::string>().c_str(),
               j["op"].get<std::string>().c_str(), j["kernel"].get<std::string>().c_str(),
               j["storage"].get<std::string>().c_str(), j["accum"].get<std::string>().c_str());
+  std::printf("(reports: this kernel's own_bound_id; its records are judged against bound_id %s)\n",
+              j["verdict_bound_id"].get<std::string>().c_str());
   std::printf("formula (docs/bounds.md; (+) composes relative errors: a (+) b = a + b + ab):\n");
   for (const auto& line : j["formula"]) std::printf("  %s\n", line.get<std::string>().c_str());
   std::printf("constants (n = %lld, rows = %lld):\n", j["n"].get<long long>(), j["rows"].get<long long>());
   for (const auto& c : j["constants"])
     std::printf("  %-10s = %-24s %.6g  %s\n", c["name"].get<std::string>().c_str(), c["hex"].get<std::string>().c_str(),
                 c["value"].get<double>(), c["meaning"].get<std::string>().c_str());
-  std::printf("sample (%s, seed %s):\n", j["sample"]["generator"].get<std::string>().c_str(),
-              j["sample"]["seed"].get<std::string>().c_str());
+  std::printf("input (%s), eps %s:\n", j["sample"]["input"].get<std::string>().c_str(), j["sample"]["eps"].get<std::string>().c_str());
   for (const auto& [name, s] : j["sample"]["outputs"].items())
     std::printf("  %-7s max bound %.4g, median %.4g, max bound/|value| %.4g, void %lld/%lld, observed error/bound %s\n",
                 name.c_str(), s["max_bound"].get<double>(), s["median_bound"].get<double>(),
                 s["max_bound_over_abs_value"].get<double>(), s["void"].get<long long>(), s["elements"].get<long long>(),
                 s["observed_max_error_over_bound"].dump().c_str());
+  std::printf("explained (the largest bound of each output; --element I for another; every element's bound: --json):\n");
+  for (const auto& [name, s] : j["sample"]["outputs"].items()) print_explanation(name, s["explained"], j["storage"].get<std::string>());
 }
 
 /// One line naming what of (op, dtype, kernel, generator) is unknown, with a suggestion; empty if all are known.
@@ -82,6 +154,52 @@ std::string unknown_part(const BoundsOptions& o) {
   return "";
 }
 
+
+/// The case the bound is evaluated on: the user's (--input: a case object as in a report's worst_case
+/// or `normcheck replay --dump`, hexfloat JSON; or x as .npy with gamma = 1, beta = 0, dy = 1) or a
+/// generated sample. Throws std::invalid_argument with one line.
+LayerNormCase bounds_case(const BoundsOptions& o, const KernelEntry& k) {
+  if (o.input.empty()) return gen::make_layernorm_case(o.generator, k.storage, o.seed, {o.rows, o.n, o.rows * o.n});
+  LayerNormCase c;
+  if (o.input.size() > 4 && o.input.compare(o.input.size() - 4, 4, ".npy") == 0) {
+    c.dtype = k.storage;
+    c.rows = o.rows;
+    c.n = o.n;
+    c.eps = o.eps;
+    c.x = external::read_npy(o.input, k.storage, {o.rows, o.n});
+    c.gamma.assign(static_cast<size_t>(o.n), 1.0);
+    c.beta.assign(static_cast<size_t>(o.n), 0.0);
+    if (is_backward(k.op)) c.dy.assign(c.x.size(), 1.0);
+  } else {
+    try {
+      const nlohmann::json j = read_json_file(o.input);
+      c = case_from_json(j.is_object() && j.contains("worst_case") ? j.at("worst_case") : j);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(describe_input_error(o.input, e));
+    }
+    if (c.dtype != k.storage)
+      throw std::invalid_argument(fmt::format("'{}' holds a {} case: give --dtype {}", printable(o.input), dtype_info(c.dtype).name,
+                                              dtype_info(c.dtype).name));
+  }
+  if (const auto bad = validate_case(c, is_backward(k.op))) throw std::invalid_argument(printable(o.input) + ": " + *bad);
+  return c;
+}
+
+/// Every output's bound vector on the case, by output name (the order of op_outputs).
+std::vector<std::pair<std::string, TensorBound>> output_bounds(const KernelEntry& k, const LayerNormCase& c,
+                                                               const oracle::CertifiedLayerNorm& ref, const BoundModel& m) {
+  if (!is_backward(k.op))
+    return {{"y", is_rmsnorm(k.op) ? rmsnorm_forward_bound(c, ref, m) : layernorm_forward_bound(c, ref, m)}};
+  const BackwardBound b = is_rmsnorm(k.op) ? rmsnorm_backward_bound(c, ref, m) : layernorm_backward_bound(c, ref, m);
+  std::vector<std::pair<std::string, TensorBound>> out = {{"dx", b.dx}, {"dgamma", b.dgamma}};
+  if (!is_rmsnorm(k.op)) out.emplace_back("dbeta", b.dbeta);
+  return out;
+}
+
+const std::vector<CertifiedValue>& reference_values(const oracle::CertifiedLayerNorm& ref, const std::string& output) {
+  return output == "y" ? ref.y : output == "dx" ? ref.dx : output == "dgamma" ? ref.dgamma : ref.dbeta;
+}
+
 }  // namespace
 
 int bounds_command(const BoundsOptions& o) {
@@ -95,36 +213,44 @@ int bounds_command(const BoundsOptions& o) {
                  static_cast<long long>(o.n), static_cast<long long>(kMaxCaseElements));
     return kExitBadInput;
   }
-  const BoundModel m = own_bound_model(tolerance_for(*k), *k);
-  const bool backward = is_backward(k->op);
-  const LayerNormCase c = gen::make_layernorm_case(o.generator, k->storage, o.seed, {o.rows, o.n, o.rows * o.n});
-  const auto ref = certified_reference(k->op, c, backward);
+  if (!(o.eps > 0 && std::isfinite(o.eps))) {
+    print_error("--eps must be a finite number > 0");
+    return kExitBadInput;
+  }
+  LayerNormCase c;
+  try {
+    c = bounds_case(o, *k);
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return kExitBadInput;
+  }
+  const ToleranceEntry& t = tolerance_for(*k);
+  const BoundModel m = own_bound_model(t, *k);
+  const auto ref = certified_reference(k->op, c, is_backward(k->op));
   const auto judged = judge_case(*k, c, ref);
   nlohmann::json outputs;
-  if (is_rmsnorm(k->op)) {
-    if (!backward) {
-      outputs["y"] = sample_summary(rmsnorm_forward_bound(c, ref, m), ref.y, judged[0]);
-    } else {
-      const BackwardBound b = rmsnorm_backward_bound(c, ref, m);
-      outputs["dx"] = sample_summary(b.dx, ref.dx, judged[0]);
-      outputs["dgamma"] = sample_summary(b.dgamma, ref.dgamma, judged[1]);
+  const auto bounds = output_bounds(*k, c, ref, m);
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    const auto& [name, b] = bounds[i];
+    if (o.element && (*o.element < 0 || static_cast<size_t>(*o.element) >= b.bound.size())) {
+      print_error(fmt::format("--element {} is outside {} ({} elements)", *o.element, name, b.bound.size()));
+      return kExitBadInput;
     }
-  } else if (!backward) {
-    outputs["y"] = sample_summary(layernorm_forward_bound(c, ref, m), ref.y, judged[0]);
-  } else {
-    const BackwardBound b = layernorm_backward_bound(c, ref, m);
-    outputs["dx"] = sample_summary(b.dx, ref.dx, judged[0]);
-    outputs["dgamma"] = sample_summary(b.dgamma, ref.dgamma, judged[1]);
-    outputs["dbeta"] = sample_summary(b.dbeta, ref.dbeta, judged[2]);
+    outputs[name] = sample_summary(b, reference_values(ref, name), judged[i]);
+    outputs[name]["explained"] = explanation_json(explain_bound(c, ref, m, name, b, explained_element(b, o.element)));
   }
   nlohmann::json constants = nlohmann::json::array();
   for (const NamedConstant& nc : bound_constants(m, c.n, c.rows))
     constants.push_back({{"name", nc.name}, {"meaning", nc.meaning}, {"value", nc.value}, {"hex", hexfloat(nc.value)}});
-  const nlohmann::json j = {{"bound_id", bound_id(m)}, {"op", o.op}, {"kernel", o.variant},
+  const std::string input = o.input.empty() ? fmt::format("generator {}, seed {}", o.generator, o.seed) : o.input;
+  const nlohmann::json j = {{"bound_id", bound_label(m)}, {"verdict_bound_id", bound_label(verdict_bound_model(t, *k))},
+                            {"op", o.op}, {"kernel", o.variant},
                             {"storage", std::string(dtype_info(m.storage).name)},
                             {"accum", std::string(dtype_info(m.accum).name)}, {"n", c.n}, {"rows", c.rows},
-                            {"formula", bound_formula(m, backward)}, {"constants", constants},
-                            {"sample", {{"generator", o.generator}, {"seed", std::to_string(o.seed)}, {"outputs", outputs}}}};
+                            {"formula", bound_formula(m, is_backward(k->op))}, {"constants", constants},
+                            {"sample", {{"input", input}, {"generator", o.input.empty() ? o.generator : c.generator},
+                                        {"seed", std::to_string(o.input.empty() ? o.seed : c.seed)}, {"eps", hexfloat(c.eps)},
+                                        {"outputs", outputs}}}};
   if (o.json)
     std::printf("%s\n", j.dump(1).c_str());
   else

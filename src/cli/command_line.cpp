@@ -95,7 +95,12 @@ void add_bounds_options(CLI::App& b, BoundsOptions& o) {
   b.add_option("--rows", o.rows, "rows of the sample")->check(CLI::Range(int64_t{1}, int64_t{4096}));
   b.add_option("--generator", o.generator, "row generator of the sample input");
   b.add_option("--seed", o.seed, "seed of the sample input")->check(kSeed);
-  b.add_flag("--json", o.json, "JSON instead of text");
+  b.add_flag("--json", o.json, "JSON instead of text (with every element's bound)");
+  b.add_option("--input", o.input,
+               "evaluate on your own case: hexfloat JSON (a report record's worst_case, or an object with dtype, rows, n, eps, "
+               "x, gamma, beta[, dy]) or x as .npy (rows x n; gamma 1, beta 0, dy 1)");
+  b.add_option("--eps", o.eps, "eps of a .npy input (default 1e-5)");
+  b.add_option("--element", o.element, "flat index of the element to explain in each output (default: its largest bound)");
 }
 
 void add_contract_options(CLI::App& c, ContractOptions& o) {

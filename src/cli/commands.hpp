@@ -49,6 +49,9 @@ struct BoundsOptions {
   int64_t rows = 1, n = 1024;
   uint64_t seed = 1;
   bool json = false;
+  std::string input;               ///< the user's case: hexfloat JSON (a report's worst_case) or x as .npy
+  double eps = 1e-5;               ///< eps of a .npy input
+  std::optional<int64_t> element;  ///< the element to explain (default: each output's largest bound)
 };
 
 

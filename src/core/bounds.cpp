@@ -34,6 +34,10 @@ std::string bound_id(const BoundModel& m) {
   return std::string("LN-") + stats + "-" + order;
 }
 
+std::string bound_label(const BoundModel& m) {
+  return bound_id(m) + "[" + std::string(dtype_info(m.storage).name) + "/" + std::string(dtype_info(m.accum).name) + "]";
+}
+
 std::vector<NamedConstant> bound_constants(const BoundModel& m, int64_t n, int64_t rows) {
   const Units u = units_of(m);
   return {{"u_s", "unit roundoff of the storage dtype", u.us},

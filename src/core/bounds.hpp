@@ -109,4 +109,7 @@ void add_backward_envelope(const LayerNormCase& c, const BoundModel& m, TensorBo
 /// Identifier of the bound a model evaluates, e.g. "LN-TWOPASS-SEQ", "LN-ONEPASS-SEQ".
 std::string bound_id(const BoundModel& m);
 
+/// The identifier with the model's dtypes, as reports and `normcheck bounds` print it: "LN-TWOPASS-SEQ[bf16/f32]".
+std::string bound_label(const BoundModel& m);
+
 }  // namespace normcheck

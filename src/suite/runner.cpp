@@ -68,15 +68,11 @@ std::vector<Record> plan_records(const RunConfig& cfg, const std::vector<const K
       for (const KernelEntry* k : kernels) {
         if (k->storage != dt) continue;
         const ToleranceEntry& t = tolerance_for(*k);
-        const auto label = [](const BoundModel& m) {
-          return bound_id(m) + "[" + std::string(dtype_info(m.storage).name) + "/" +
-                 std::string(dtype_info(m.accum).name) + "]";
-        };
         for (const std::string& out : op_outputs(k->op)) {
           Record r;
           r.key = {k->op, k->kernel, k->variant, k->storage, k->accum, "accuracy/" + cfg.generators[g], out};
-          r.bound_id = label(verdict_bound_model(t, *k));
-          r.own_bound_id = label(own_bound_model(t, *k));
+          r.bound_id = bound_label(verdict_bound_model(t, *k));
+          r.own_bound_id = bound_label(own_bound_model(t, *k));
           r.expectation = is_external_kernel(*k) && cfg.external_report_only ? Expectation::report_only : t.expectation;
           r.known_weak = k->known_weak;
           index[{k, g, out}] = records.size();

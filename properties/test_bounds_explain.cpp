@@ -1,0 +1,128 @@
+// The auditor's view of a bound (`normcheck bounds --input/--element`, issue 19): the explained terms
+// are the bound's own (recomposing the forward bound from them gives the element's bound), the split
+// into arithmetic and store rounding adds up, and a report record's worst case evaluated by `bounds`
+// gets exactly the record's bound under the same identifier.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.hpp"
+#include "core/bounds_explain.hpp"
+#include "core/bounds_model.hpp"
+#include "core/tolerance_table.hpp"
+#include "kernels/registry.hpp"
+#include "properties/generators.hpp"
+#include "suite/judge.hpp"
+
+namespace {
+
+using namespace normcheck;
+
+double term(const std::vector<BoundTerm>& terms, const std::string& name) {
+  for (const BoundTerm& t : terms)
+    if (t.name == name) return t.value;
+  ADD_FAILURE() << "no term " << name;
+  return NAN;
+}
+
+TEST(BoundsExplain, TheForwardBoundRecomposesFromTheExplainedTermsAndTheSplitAddsUp) {
+  int64_t explained = 0;
+  for (DType dt : {DType::f16, DType::bf16, DType::f32, DType::f64})
+    for (const char* generator : {"normal", "large_mean", "subnormal", "log_uniform", "eps_dominant", "near_max"})
+      for (const char* variant : {"two_pass", "welford", "one_pass"}) {
+        const KernelEntry* k = find_kernel(Op::layernorm_forward, variant, dt);
+        if (!k) continue;
+        const LayerNormCase c = gen::make_layernorm_case(generator, dt, 7, {3, 40, 120});
+        const auto ref = certified_reference(k->op, c, false);
+        const BoundModel m = own_bound_model(tolerance_for(*k), *k);
+        const TensorBound b = layernorm_forward_bound(c, ref, m);
+        const bounds_detail::Units u = bounds_detail::units_of(m);
+        for (size_t i = 0; i < b.bound.size(); i += 7) {
+          const BoundExplanation e = explain_bound(c, ref, m, "y", b, i);
+          if (e.void_bound) continue;
+          ++explained;
+          // bound = arithmetic + store + slack
+          EXPECT_NEAR(e.arithmetic + e.store + e.evaluation_slack, e.bound, 1e-12 * e.bound) << generator << " " << variant;
+          // The forward bound of section 2.4/2.5 recomposed from the printed terms.
+          const double ga = std::fabs(c.gamma[static_cast<size_t>(e.col)]), g2 = gamma_k(2, u.ua);
+          const double r = term(e.row_terms, "r"), dr = term(e.row_terms, "delta_r");
+          const double d = term(e.element_terms, "|d_j|"), ed = term(e.element_terms, "e_d_j");
+          const double e_t = ga * r * (d * dr + ed * (1 + dr)) * (1 + g2) + g2 * ga * d * r + u.eta_a * (1 + ga * (1 + g2));
+          const double e_s = e_t * (1 + u.ua) + u.ua * e.exact_abs + u.eta_a;
+          EXPECT_NEAR(e.arithmetic, e_s, 1e-9 * e_s + 1e-300) << generator << " " << variant << " element " << i;
+          if (dt == DType::f64) {
+            EXPECT_EQ(e.store, 0.0);  // f64 storage with f64 accumulation: no store rounding
+          }
+        }
+      }
+  EXPECT_GT(explained, 500);
+}
+
+TEST(BoundsExplain, BackwardAndRmsNormSplitsAddUpAndBf16IsDominatedByTheOutputRounding) {
+  for (Op op : {Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward}) {
+    const KernelEntry* k = find_kernel(op, is_rmsnorm(op) ? "rms" : "two_pass", DType::bf16);
+    ASSERT_NE(k, nullptr);
+    const LayerNormCase c = gen::make_layernorm_case("normal", DType::bf16, 3, {4, 64, 256});
+    const auto ref = certified_reference(op, c, is_backward(op));
+    const BoundModel m = own_bound_model(tolerance_for(*k), *k);
+    const TensorBound b = is_backward(op) ? (is_rmsnorm(op) ? rmsnorm_backward_bound(c, ref, m).dx : layernorm_backward_bound(c, ref, m).dx)
+                                          : rmsnorm_forward_bound(c, ref, m);
+    const std::string output = is_backward(op) ? "dx" : "y";
+    double store = 0, total = 0;
+    for (size_t i = 0; i < b.bound.size(); ++i) {
+      const BoundExplanation e = explain_bound(c, ref, m, output, b, i);
+      ASSERT_FALSE(e.void_bound);
+      EXPECT_NEAR(e.arithmetic + e.store + e.evaluation_slack, e.bound, 1e-12 * e.bound);
+      EXPECT_GE(e.arithmetic, 0);
+      store += e.store;
+      total += e.bound;
+    }
+    EXPECT_GT(store / total, 0.95) << op_name(op);  // bf16 storage: the final rounding is most of every bound
+  }
+}
+
+TEST(BoundsExplain, AReportRecordsWorstCaseGetsTheRecordsBoundUnderTheSameIdentifier) {
+  const fs::path report = scratch() / "explain_run.json", record = scratch() / "explain_record.json";
+  const std::string exec = "/usr/bin/python3 " + std::string(NORMCHECK_SOURCE_DIR) + "/scripts/exec_example.py --one-pass {dir}";
+  ASSERT_EQ(run_cli("run --exec '" + exec + "' --ops layernorm_forward --dtypes f32 --generators large_mean --cases 2 -q --out " +
+                    report.string()).exit_code, 1);
+  const auto rec = nlohmann::json::parse(slurp(report)).at("records").at(0);
+  ASSERT_TRUE(rec.at("worst_case").at("inputs_inline").get<bool>());
+  std::ofstream(record) << rec.dump();
+  const int64_t index = rec.at("worst_case").at("element").at("index").get<int64_t>();
+  const Outcome o = run_cli("bounds --op layernorm_forward --kernel two_pass --dtype f32 --json --input " + record.string() +
+                            " --element " + std::to_string(index));
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j.at("bound_id"), rec.at("bound_id"));
+  const auto& y = j.at("sample").at("outputs").at("y");
+  EXPECT_EQ(y.at("explained").at("bound"), rec.at("worst_case").at("element").at("bound"));
+  EXPECT_EQ(y.at("bounds").size(), rec.at("worst_case").at("x").size());  // every element's bound, not the first three
+  // The text names the row statistics with their sections and the bound's shares.
+  const Outcome text = run_cli("bounds --op layernorm_forward --kernel two_pass --dtype f32 --input " + record.string());
+  for (const char* fact : {"e_mu", "e_v", "delta_r", "[2.3]", "e_d_j", "store_rounding", "arithmetic", "%"})
+    EXPECT_NE(text.out.find(fact), std::string::npos) << fact;
+}
+
+TEST(BoundsExplain, NpyInputAndBadInputGetOneLine) {
+  const fs::path npy = scratch() / "x.npy";
+  ASSERT_EQ(run_shell("/usr/bin/python3 -c \"import numpy as np; np.save('" + npy.string() +
+                      "', np.linspace(-3, 5, 16, dtype=np.float32).reshape(2, 8))\"").exit_code, 0);
+  const Outcome ok = run_cli("bounds --dtype f32 --rows 2 --n 8 --input " + npy.string());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("input (" + npy.string() + ")"), std::string::npos) << ok.out;
+  for (const std::string& args : {"bounds --dtype f32 --rows 4 --n 8 --input " + npy.string(),  // wrong shape
+                                  "bounds --dtype f16 --rows 2 --n 8 --input " + npy.string(),  // wrong dtype
+                                  "bounds --dtype f32 --rows 2 --n 8 --eps 0 --input " + npy.string(),
+                                  "bounds --dtype f32 --rows 2 --n 8 --element 99 --input " + npy.string(),
+                                  std::string("bounds --input ") + NORMCHECK_SOURCE_DIR + "/README.md"}) {
+    const Outcome o = run_cli(args);
+    EXPECT_EQ(o.exit_code, 2) << args << "\n" << o.out;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": " << o.err;
+  }
+}
+
+}  // namespace
