@@ -32,8 +32,13 @@ TEST(Render, SelfContainedWithSectionsAndCharts) {
   const std::string html = render_to(render_fixture_report(), "real.html");
   ASSERT_FALSE(html.empty());
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
-  for (const char* forbidden : {"http://", "https://", "src=", "<link", "<script", "url(", "@import", "<img", "<iframe"})
+  for (const char* forbidden : {"http://", "https://", "src=", "<link", "url(", "@import", "<img", "<iframe", "fetch(", "XMLHttpRequest"})
     EXPECT_EQ(html.find(forbidden), std::string::npos) << forbidden;
+  // One inline script (sorting and filtering); the tables are complete in the static HTML.
+  EXPECT_EQ(count_of(html, "<script"), 1u);
+  EXPECT_NE(html.find("<script>\n(function () {"), std::string::npos);
+  EXPECT_NE(html.find("id=\"kernels-table\""), std::string::npos);
+  EXPECT_NE(html.find("<th>worst element</th>"), std::string::npos);
   const bool passed = load_json(render_fixture_report()).at("run").at("passed").get<bool>();
   EXPECT_NE(html.find(passed ? "normcheck: PASSED" : "normcheck: FAILED"), std::string::npos);
   EXPECT_NE(html.find("complete run"), std::string::npos);
@@ -70,7 +75,7 @@ TEST(Render, EscapesHostileStrings) {
   r["records"][0]["max_bound_ratio"] = "inf";  // in the worst-case table
   r["<svg onload=alert(3)>"] = {{"records", {{{"op", "<i>op</i>"}, {"storage", "f32"}, {"verdict", "pass"}}}}};
   const std::string html = render_to(save_json(r, "hostile.json"), "hostile.html");
-  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(count_of(html, "<script"), 1u);  // ours only
   EXPECT_EQ(html.find("<img"), std::string::npos);
   EXPECT_EQ(html.find("<svg onload"), std::string::npos);
   EXPECT_EQ(html.find("<i>op"), std::string::npos);
@@ -193,6 +198,34 @@ TEST(RenderCharts, Primitives) {
   const std::string svg = render::histogram_svg({5, 0, 100000}, 10, 48, "t<x>");
   EXPECT_NE(svg.find("t&lt;x&gt;"), std::string::npos);
   EXPECT_EQ(count_of(svg, "<rect x"), 2u + 1u);  // two bars and the frame
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Render, WorstCasesPutMustPassRecordsBeforeKnownWeakOnesAndExplainRedBars) {
+  const std::string html = render_to(render_fixture_report(), "severity.html");
+  const size_t start = html.find("id=\"worst-table\""), end = html.find("</table>", start);
+  ASSERT_NE(start, std::string::npos);
+  const std::string table = html.substr(start, end - start);
+  // The fixture holds far more than 20 must-pass records with a ratio: the first 20 rows are theirs,
+  // not known-weak kernels flagged as expected (the table used to open with 20 "inf flagged" rows).
+  size_t rows = 0, flagged_in_first_20 = 0;
+  for (size_t tr = table.find("<tr", table.find("</tr>")); tr != std::string::npos && rows < 20; tr = table.find("<tr", tr + 1), ++rows)
+    flagged_in_first_20 += table.substr(tr, table.find("</tr>", tr) - tr).find(">flagged<") != std::string::npos;
+  EXPECT_EQ(rows, 20u);
+  EXPECT_EQ(flagged_in_first_20, 0u);
+  // Each row shows its worst element's values.
+  EXPECT_NE(table.find(": kernel "), std::string::npos);
+  EXPECT_NE(table.find(" vs exact "), std::string::npos);
+  // A red histogram bar in a report whose records passed comes with its explanation.
+  const auto report = load_json(render_fixture_report());
+  int64_t nonfinite_passing = 0;
+  for (const auto& r : report.at("records"))
+    if (r.value("known_weak", false) == false && r.at("verdict") == "pass")
+      nonfinite_passing += r.value("nonfinite_mismatches", int64_t{0});
+  EXPECT_EQ(html.find("non-finite outputs (Inf or NaN") != std::string::npos, nonfinite_passing > 0) << nonfinite_passing;
 }
 
 }  // namespace

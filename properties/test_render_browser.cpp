@@ -4,6 +4,8 @@
 // (scripts/setup.sh installs it).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "properties/render_fixture.hpp"
@@ -27,13 +29,13 @@ Outcome shell(const std::string& command) {
 }
 
 /// Headless Chromium on `html` with `args`, a private HOME and profile, logging to stderr; at most 60 s.
-Outcome chromium(const fs::path& html, const std::string& args) {
+Outcome chromium(const fs::path& html, const std::string& args, const std::string& fragment = "") {
   const fs::path home = scratch() / "chromium_home";
   fs::create_directories(home);
   return shell("env HOME=" + home.string() + " timeout 60 " + kChromium +
                " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --hide-scrollbars --no-first-run"
                " --user-data-dir=" + (home / "profile").string() + " --enable-logging=stderr --v=0 " + args +
-               " file://" + html.string());
+               " 'file://" + html.string() + fragment + "'");
 }
 
 /// Console messages (script errors included) in Chromium's log: lines with ":CONSOLE".
@@ -76,6 +78,51 @@ TEST_F(RenderBrowser, ScreenshotIsNotBlankLogsNoErrorsAndTheDomHasCharts) {
   EXPECT_NE(dom.out.find("Regressions against"), std::string::npos);
   EXPECT_NE(dom.out.find("<tr class=\"bad\">"), std::string::npos);
   EXPECT_NE(dom.out.find("Worst cases"), std::string::npos);
+}
+
+/// The text of column `col` of each body row of the table with id `id` in `dom`.
+std::vector<std::string> column_of(const std::string& dom, const std::string& id, size_t col) {
+  std::vector<std::string> values;
+  const size_t start = dom.find("id=\"" + id + "\""), end = dom.find("</table>", start);
+  if (start == std::string::npos) return values;
+  const std::string table = dom.substr(start, end - start);
+  for (size_t tr = table.find("<tr", table.find("</tr>")); tr != std::string::npos; tr = table.find("<tr", tr + 1)) {
+    size_t td = tr;
+    for (size_t c = 0; c <= col && td != std::string::npos; ++c) td = table.find("<td", td + 1);
+    if (td == std::string::npos) break;
+    const size_t open = table.find('>', td) + 1;
+    values.push_back(table.substr(open, table.find("</td>", open) - open));
+  }
+  return values;
+}
+
+double numeric(const std::string& cell) {
+  if (cell == "inf" || cell == "nan") return HUGE_VAL;
+  if (cell == "-" || cell.empty()) return -HUGE_VAL;
+  std::string s = cell;
+  s.erase(std::remove(s.begin(), s.end(), ','), s.end());
+  return std::stod(s);
+}
+
+TEST_F(RenderBrowser, ClickingASortHeaderOrdersTheRowsAndEachTableGetsAFilter) {
+  const fs::path html = scratch() / "sortable.html";
+  ASSERT_EQ(run_cli("render " + render_fixture_report().string() + " --out " + html.string()).exit_code, 0);
+  // Column 5 of the worst-case table is max ULP; the page clicks its header when the URL says so.
+  const std::vector<std::string> before = column_of(slurp(html), "worst-table", 5);
+  ASSERT_GE(before.size(), 5u);
+  const Outcome dom = chromium(html, "--dump-dom --virtual-time-budget=2000", "#click=worst-table-th-5");
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  EXPECT_EQ(console_lines(dom.err), "");
+  const std::vector<std::string> after = column_of(dom.out, "worst-table", 5);
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 1; i < after.size(); ++i) EXPECT_GE(numeric(after[i - 1]), numeric(after[i])) << i << ": " << after[i - 1] << " < " << after[i];
+  EXPECT_NE(after, before) << "the static order already was the sorted one: pick another column for this test";
+  std::vector<std::string> sorted = before;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::string> resorted = after;
+  std::sort(resorted.begin(), resorted.end());
+  EXPECT_EQ(resorted, sorted);  // the same rows, reordered
+  EXPECT_EQ(count_of(dom.out, "class=\"filter\""), count_of(slurp(html), "sortable\""));  // one filter box per sortable table
 }
 
 TEST_F(RenderBrowser, TheChecksCatchABlankPageWithAScriptError) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "render/html_sections.hpp"
+#include "report/ci_output.hpp"
 #include "render/report_view.hpp"
 #include "render/svg_charts.hpp"
 
@@ -21,7 +22,7 @@ const char* const kStyle = R"css(
 body{font-family:"DejaVu Sans",Arial,sans-serif;font-size:13px;margin:16px 24px;color:#222;background:#fff}
 h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:22px 0 6px;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
-th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f0f0f0}input.filter{display:block;margin:6px 0 2px;width:260px}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .verdict{padding:10px 14px;border-radius:6px;margin-bottom:10px}
 .verdict.passed{background:#d4edda;border:2px solid #2e7d32}.verdict.failed{background:#f8d7da;border:2px solid #c62828}
 .incomplete{color:#c62828;font-weight:bold}
@@ -41,6 +42,57 @@ svg.chart{background:#fff}.ct{font-size:12px;font-weight:bold}.tl{font-size:9px;
 .pts{fill:none;stroke-width:4;stroke-linecap:round;stroke-opacity:.65}.lg{font-size:10px}
 )css";
 
+/// Sorting and filtering of the tables marked "sortable" (the page is complete without it: scripts
+/// disabled, the tables are static). A header click sorts by that column, numbers as numbers ("inf"
+/// largest), again in the other direction; a filter box above each table hides rows without the text.
+/// "#click=ID" in the URL clicks that element once loaded (how the headless-browser test clicks).
+const char* const kScript = R"js(
+(function () {
+  function key(text) {
+    var s = text.trim().split(/\s+/)[0].replace(/,/g, '');
+    if (s === '' || s === '-') return -Infinity;
+    if (s === 'inf' || s === 'nan') return Infinity;
+    if (s === '-inf') return -Infinity;
+    var v = Number(s);
+    return isNaN(v) ? null : v;
+  }
+  var tables = document.querySelectorAll('table.sortable');
+  Array.prototype.forEach.call(tables, function (t, ti) {
+    var body = t.tBodies[0];
+    Array.prototype.forEach.call(t.rows[0].cells, function (th, ci) {
+      th.id = (t.id || 'table' + ti) + '-th-' + ci;
+      th.style.cursor = 'pointer';
+      th.title = 'sort by this column';
+      th.addEventListener('click', function () {
+        var desc = th.getAttribute('data-desc') !== '1';
+        th.setAttribute('data-desc', desc ? '1' : '0');
+        var rows = Array.prototype.slice.call(t.rows, 1);
+        rows.sort(function (a, b) {
+          var x = a.cells[ci] ? a.cells[ci].textContent : '', y = b.cells[ci] ? b.cells[ci].textContent : '';
+          var kx = key(x), ky = key(y);
+          var c = kx !== null && ky !== null ? (kx < ky ? -1 : kx > ky ? 1 : 0) : x.localeCompare(y);
+          return desc ? -c : c;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+    var f = document.createElement('input');
+    f.type = 'search';
+    f.placeholder = 'filter rows';
+    f.className = 'filter';
+    f.addEventListener('input', function () {
+      var q = f.value.toLowerCase();
+      Array.prototype.slice.call(t.rows, 1).forEach(function (r) {
+        r.style.display = r.textContent.toLowerCase().indexOf(q) < 0 ? 'none' : '';
+      });
+    });
+    t.parentNode.insertBefore(f, t);
+  });
+  var m = /^#click=(.+)$/.exec(location.hash);
+  if (m) { var e = document.getElementById(decodeURIComponent(m[1])); if (e) e.click(); }
+})();
+)js";
+
 /// "PASSED"/"FAILED", completeness, configuration and progress.
 std::string header(const nlohmann::json& report, const RenderOptions& o) {
   const nlohmann::json& run = report.at("run");
@@ -48,6 +100,7 @@ std::string header(const nlohmann::json& report, const RenderOptions& o) {
                                                                                              : nlohmann::json::object();
   const bool passed = run.contains("passed") && run.at("passed") == true;
   const bool complete = run.contains("complete") && run.at("complete") == true;
+  const CaseTotals totals = case_totals(report);
   std::string h = fmt::format("<div class=\"verdict {}\"><h1>normcheck: {}</h1>{}</div>", passed ? "passed" : "failed",
                               passed ? "PASSED" : "FAILED",
                               complete ? "<span>complete run</span>"
@@ -58,7 +111,8 @@ std::string header(const nlohmann::json& report, const RenderOptions& o) {
   h += "<table class=\"meta\">" + row("report", escape(o.report_name)) + row("suite", escape(text_field(config, "suite"))) +
        row("seed", escape(text_field(config, "seed"))) + row("git revision", escape(text_field(run, "git_revision"))) +
        row("time", escape(text_field(run, "start_time") + " \u2013 " + text_field(run, "end_time"))) +
-       row("cases done / planned", escape(text_field(run, "cases_done") + " / " + text_field(run, "cases_planned"))) +
+       row("cases done / planned (every section)", escape(fmt::format("{} / {}", totals.done, totals.planned))) +
+       row("records", escape(record_counts_text(record_counts(report)))) +
        row("threads", escape(text_field(run, "threads"))) + row("schema", escape(text_field(report, "schema_version")));
   if (run.contains("shard") && !run.at("shard").is_null()) h += row("shard", escape(text_field(run, "shard")));
   if (run.contains("merged_from") && run.at("merged_from").is_array())
@@ -85,7 +139,7 @@ std::string summary_section(const std::vector<RecordRef>& records) {
   }
   static const char* css[] = {"pass", "fail", "flagged", "not_run", "uncertified", "other"};
   std::string h = "<h2 id=\"summary\">Summary: records per op and dtype</h2><p>flagged: a known-weak kernel caught "
-                  "failing its dtype's contract, as expected. measured: reported, not judged.</p><table><tr>"
+                  "failing its dtype's contract, as expected. measured: reported, not judged.</p><table class=\"sortable\" id=\"summary-table\"><tr>"
                   "<th>section</th><th>op</th><th>dtype</th>";
   for (int c = 0; c < kVerdictClasses; ++c) h += fmt::format("<th>{}</th>", verdict_class_name(static_cast<VerdictClass>(c)));
   h += "</tr>";
@@ -154,14 +208,16 @@ std::string render_html(const nlohmann::json& report, const nightly::DiffResult*
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>normcheck report " +
                   escape(o.report_name) + "</title><style>" + kStyle + "</style></head><body>\n";
   h += header(report, o) + "<nav>" + std::string(diff ? "<a href=\"#regressions\">regressions</a>" : "") +
-       "<a href=\"#summary\">summary</a><a href=\"#histograms\">ULP histograms</a><a href=\"#scatter\">error vs n</a>"
+       "<a href=\"#summary\">summary</a><a href=\"#kernels\">per kernel</a><a href=\"#histograms\">ULP histograms</a><a href=\"#scatter\">error vs n</a>"
        "<a href=\"#worst\">worst cases</a></nav>\n";
   if (diff) h += diff_section(*diff, o) + "\n";
   h += summary_section(records) + "\n";
+  h += kernel_summary_section(records) + "\n";
   h += histogram_section(records) + "\n";
   h += scatter_section(records, o.max_points_per_chart) + "\n";
   h += worst_section(records, diff ? &changes : nullptr, o.worst_count) + "\n";
-  return h + "<p style=\"color:#777\">normcheck render: self-contained, no scripts.</p></body></html>\n";
+  return h + "<p style=\"color:#777\">normcheck render: self-contained; one inline script sorts and filters the tables, "
+             "the page is complete without it.</p><script>" + kScript + "</script></body></html>\n";
 }
 
 }  // namespace normcheck::render

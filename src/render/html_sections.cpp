@@ -84,13 +84,21 @@ std::string row_cells(const RecordRef& r, const std::string& change_cell) {
   if (verdict == "kernel_failure" && j.contains("kernel_failures") && j.at("kernel_failures").is_object())
     verdict += ": " + string_field(j.at("kernel_failures"), "first").substr(0, 300);  // why, not a number
   std::string replay = j.contains("worst_case") && j.at("worst_case").is_object() ? string_field(j.at("worst_case"), "replay") : "";
+  std::string element = "-";
+  if (j.contains("worst_case") && j.at("worst_case").is_object() && j.at("worst_case").contains("element") &&
+      j.at("worst_case").at("element").is_object()) {
+    const nlohmann::json& e = j.at("worst_case").at("element");
+    element = fmt::format("row {}, col {}: kernel {} vs exact {} (rounded {}), {} ULP", text_field(e, "row"), text_field(e, "col"),
+                          text_field(e, "kernel_decimal", text_field(e, "kernel")), text_field(e, "oracle_decimal", text_field(e, "oracle_hi")),
+                          text_field(e, "oracle_rounded"), text_field(e, "ulp_error"));
+  }
   if (replay.empty()) replay = fmt::format("{} record {} (no replay)", r.section, r.index);
   return fmt::format("<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>"
-                     "<td class=\"n\">{}</td><td class=\"c-{}\">{}</td>",
+                     "<td class=\"n\">{}</td><td class=\"c-{}\">{}</td><td class=\"w\">{}</td>",
                      escape(op), escape(kernel_label(j)), escape(dtype), escape(generator),
                      escape(shape_label(j)), ulp ? format_value(*ulp) : "-", ratio ? format_value(*ratio) : "-",
                      verdict_class(j) == VerdictClass::fail ? "fail" : verdict_class(j) == VerdictClass::flagged ? "flagged" : "x",
-                     escape(verdict)) +
+                     escape(verdict), escape(element)) +
          change_cell + "<td><code>" + command_html(replay) + "</code></td>";
 }
 
@@ -102,10 +110,10 @@ const nightly::RecordChange* change_of(const RecordRef& r, const ChangeMap* chan
 }
 
 /// A table of records with their replay commands; with a diff, a change column and the rows colored.
-std::string worst_table(const std::vector<const RecordRef*>& rows, const ChangeMap* changes) {
-  std::string h = fmt::format("<table class=\"worst\"><tr><th>op/output</th><th>kernel</th><th>dtype/accum</th>"
-                              "<th>generator</th><th>shape</th><th>max ULP</th><th>err/bound</th><th>verdict</th>{}"
-                              "<th>replay</th></tr>", changes ? "<th>change</th>" : "");
+std::string worst_table(const std::vector<const RecordRef*>& rows, const ChangeMap* changes, const std::string& id) {
+  std::string h = fmt::format("<table class=\"worst sortable\" id=\"{}\"><tr><th>op/output</th><th>kernel</th><th>dtype/accum</th>"
+                              "<th>generator</th><th>shape</th><th>max ULP</th><th>err/bound</th><th>verdict</th>"
+                              "<th>worst element</th>{}<th>replay</th></tr>", id, changes ? "<th>change</th>" : "");
   for (const RecordRef* r : rows) {
     const nightly::RecordChange* c = change_of(*r, changes);
     std::string change;
@@ -133,6 +141,48 @@ const char* change_css(nightly::Change c) {
   return "neutral";
 }
 
+std::string kernel_summary_section(const std::vector<RecordRef>& records) {
+  struct Row {
+    int64_t records = 0, failing = 0, flagged = 0, not_run = 0, void_elements = 0, kernel_failures = 0;
+    double max_ratio = 0, max_ulp = 0;
+    std::string first_failure;
+  };
+  const auto groups = group_by(records, [](const RecordRef& r) { return kernel_label(*r.json) + "\n" + r.dtype + "\n" + r.op; });
+  std::string h = "<h2 id=\"kernels\">Per kernel: records by kernel, dtype and op</h2><p>max ULP over outputs whose exact "
+                  "value is a normal number where the record has it (max_ulp_normal), else over all; void: elements whose "
+                  "a priori bound is void (overflow predicted or statistics unresolved), judged by the envelope only. "
+                  "Click a column header to sort; type in the box to filter (without scripts the table is static).</p>"
+                  "<table class=\"sortable\" id=\"kernels-table\"><tr><th>kernel</th><th>dtype</th><th>op</th><th>records</th>"
+                  "<th>failing</th><th>flagged</th><th>not run</th><th>max err/bound</th><th>max ULP</th><th>void</th>"
+                  "<th>kernel failures</th></tr>";
+  for (const auto& [key, members] : groups) {
+    Row row;
+    for (const RecordRef* r : members) {
+      const nlohmann::json& j = *r->json;
+      ++row.records;
+      const VerdictClass v = verdict_class(j);
+      row.failing += failing_must_pass(j) ? 1 : 0;
+      row.flagged += v == VerdictClass::flagged ? 1 : 0;
+      row.not_run += v == VerdictClass::not_run ? 1 : 0;
+      row.max_ratio = std::max(row.max_ratio, number_field(j, "max_bound_ratio").value_or(0));
+      row.max_ulp = std::max(row.max_ulp, number_field(j, j.contains("max_ulp_normal") ? "max_ulp_normal" : "max_ulp").value_or(0));
+      row.void_elements += static_cast<int64_t>(number_field(j, "void_bound_elements").value_or(0));
+      if (j.contains("kernel_failures") && j.at("kernel_failures").is_object()) {
+        row.kernel_failures += static_cast<int64_t>(number_field(j.at("kernel_failures"), "cases").value_or(0));
+        if (row.first_failure.empty()) row.first_failure = string_field(j.at("kernel_failures"), "first");
+      }
+    }
+    const size_t a = key.find('\n'), b = key.find('\n', a + 1);
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n{}\">{}</td><td class=\"n{}\">{}</td>"
+                     "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+                     escape(key.substr(0, a)), escape(key.substr(a + 1, b - a - 1)), escape(key.substr(b + 1)), row.records,
+                     row.failing ? " c-fail" : "", row.failing, row.flagged ? " c-flagged" : "", row.flagged, row.not_run,
+                     format_value(row.max_ratio), format_value(row.max_ulp), format_count(row.void_elements),
+                     escape(row.kernel_failures ? fmt::format("{}: {}", row.kernel_failures, row.first_failure.substr(0, 200)) : ""));
+  }
+  return h + "</table>";
+}
+
 std::string histogram_section(const std::vector<RecordRef>& records) {
   std::string h = "<h2 id=\"histograms\">ULP-error distributions per op and dtype</h2><p>Elements per |error| bucket "
                   "(ULPs of the output dtype, log count scale), summed over the records of the kernels expected to "
@@ -154,7 +204,20 @@ std::string histogram_section(const std::vector<RecordRef>& records) {
   }
   for (const auto& [label, sum] : charts) h += "<figure>" + histogram_svg(sum, shown, kUlpBuckets, label) + "</figure>";
   if (charts.empty()) h += "<p>No record carries an ULP histogram.</p>";
-  return h + "</div>";
+  h += "</div>";
+  int64_t nonfinite = 0, nonfinite_failing = 0;
+  for (const RecordRef& r : sound) {
+    const auto n = static_cast<int64_t>(number_field(*r.json, "nonfinite_mismatches").value_or(0));
+    nonfinite += n;
+    if (failing_must_pass(*r.json)) nonfinite_failing += n;
+  }
+  if (nonfinite > nonfinite_failing)
+    h += fmt::format("<p>Red bars: {} non-finite outputs (Inf or NaN where the exact value is finite, or the reverse) of records "
+                     "that did not fail. These are elements whose a priori bound is void because an intermediate may overflow "
+                     "(docs/bounds.md section 5): there Inf and NaN are predicted and allowed, and the structural envelope "
+                     "judges the finite ones. Non-finite outputs of failing records: {}.</p>",
+                     format_count(nonfinite - nonfinite_failing), format_count(nonfinite_failing));
+  return h;
 }
 
 std::string scatter_section(const std::vector<RecordRef>& records, size_t max_points_per_chart) {
@@ -192,7 +255,16 @@ std::string scatter_section(const std::vector<RecordRef>& records, size_t max_po
 std::string worst_section(const std::vector<RecordRef>& records, const ChangeMap* changes, size_t count) {
   std::vector<const RecordRef*> ranked;
   for (const RecordRef& r : records) ranked.push_back(&r);
-  std::stable_sort(ranked.begin(), ranked.end(), [](auto* a, auto* b) { return ratio_key(*a) > ratio_key(*b); });
+  // Severity: failing must-pass records, then other must-pass records, then report-only and known-weak
+  // ones (caught as expected); within each, by max err/bound.
+  const auto tier = [](const RecordRef& r) {
+    if (failing_must_pass(*r.json)) return 0;
+    const bool weak = r.json->contains("known_weak") && r.json->at("known_weak") == true;
+    return string_field(*r.json, "expectation") != "report_only" && !weak ? 1 : 2;
+  };
+  std::stable_sort(ranked.begin(), ranked.end(), [&](auto* a, auto* b) {
+    return tier(*a) != tier(*b) ? tier(*a) < tier(*b) : ratio_key(*a) > ratio_key(*b);
+  });
   std::vector<const RecordRef*> worst, sound;
   for (size_t i = 0; i < ranked.size(); ++i) {
     const nlohmann::json& j = *ranked[i]->json;
@@ -202,14 +274,15 @@ std::string worst_section(const std::vector<RecordRef>& records, const ChangeMap
     const bool must_pass = string_field(j, "expectation") == "must_pass" && !(j.contains("known_weak") && j.at("known_weak") == true);
     if (must_pass && sound.size() < count && ratio_key(*ranked[i]) >= 0) sound.push_back(ranked[i]);
   }
-  std::string h = fmt::format("<h2 id=\"worst\">Worst cases</h2><p>The {} records with the largest max |error|/bound, "
+  std::string h = fmt::format("<h2 id=\"worst\">Worst cases</h2><p>The {} most severe records (failing must-pass records "
+                              "first, then must-pass records, then report-only and known-weak ones, each by max |error|/bound), "
                               "every failing must-pass record{}. Replay a record's worst case with the command shown "
                               "(flagged: a known-weak kernel, caught as expected).</p>",
                               count, changes ? " and every regressed record (red)" : "");
-  h += worst_table(worst, changes);
+  h += worst_table(worst, changes, "worst-table");
   h += fmt::format("<h3>Closest to their bound: the {} must-pass records (sound kernels) with the largest max |error|/bound</h3>",
                    sound.size());
-  return h + worst_table(sound, changes);
+  return h + worst_table(sound, changes, "closest-table");
 }
 
 }  // namespace normcheck::render

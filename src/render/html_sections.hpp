@@ -17,6 +17,10 @@ std::string change_key(const std::string& section, const std::string& identity);
 const char* change_css(nightly::Change c);
 
 /// ULP histograms per op x dtype, summed over the records (records without histograms skipped).
+/// Records grouped by kernel, dtype and op: counts by outcome, max err/bound, max ULP (normal outputs),
+/// void-bound elements and kernel failures with the first message (a sortable, filterable table).
+std::string kernel_summary_section(const std::vector<RecordRef>& records);
+
 std::string histogram_section(const std::vector<RecordRef>& records);
 
 /// Max ULP and max err/bound against n per dtype, one series per op, from the records' points.
