@@ -39,7 +39,7 @@ figure{width:min-content}figcaption{font-size:11px;color:#555}nav a{margin-right
 svg.chart{background:#fff}.ct{font-size:12px;font-weight:bold}.tl{font-size:9px;fill:#444}.al{font-size:10px;fill:#333}
 .grid{stroke:#e4e4e4;stroke-width:1}.frame{fill:none;stroke:#888}.bar{fill:#4a78b5}.bar.nf{fill:#c62828}
 .ref{stroke:#c62828;stroke-width:1.5;stroke-dasharray:6 3}.reft{font-size:10px;fill:#c62828}
-.pts{fill:none;stroke-width:4;stroke-linecap:round;stroke-opacity:.65}.lg{font-size:10px}
+.pts{fill-opacity:.65}.lg{font-size:10px}
 )css";
 
 /// Sorting and filtering of the tables marked "sortable" (the page is complete without it: scripts

@@ -14,7 +14,7 @@ namespace normcheck::render {
 
 struct RenderOptions {
   size_t worst_count = 20;              ///< records with the largest max err/bound in the worst-case table
-  size_t max_points_per_chart = 2000;   ///< scatter points per chart before deterministic thinning
+  size_t max_points_per_chart = 1000;   ///< scatter points per chart before deterministic thinning
   std::string report_name;              ///< shown in the title (the report's path)
   std::string base_name;                ///< the --diff base report's path
 };

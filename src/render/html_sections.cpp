@@ -32,11 +32,15 @@ bool case_points(const nlohmann::json& r, std::vector<ScatterPoint>& ulp, std::v
   for (const char* f : {"n", "max_ulp", "max_bound_ratio"})
     if (!p.contains(f) || !p.at(f).is_array()) return false;
   const nlohmann::json &n = p.at("n"), &u = p.at("max_ulp"), &b = p.at("max_bound_ratio");
+  const nlohmann::json* cases = p.contains("case_index") && p.at("case_index").is_array() ? &p.at("case_index") : nullptr;
   const auto value = [](const nlohmann::json& v) { return json_number_value(v).value_or(HUGE_VAL); };
+  const std::string record = string_field(r, "op") + (string_field(r, "output").empty() ? "" : "/" + string_field(r, "output")) + " " +
+                             kernel_label(r);
   for (size_t i = 0; i < n.size() && i < u.size() && i < b.size(); ++i) {
     if (!n[i].is_number()) continue;
-    ulp.push_back({n[i].get<double>(), value(u[i])});
-    ratio.push_back({n[i].get<double>(), value(b[i])});
+    const std::string label = fmt::format("case {} {}", cases && i < cases->size() ? cases->at(i).dump() : "?", record);
+    ulp.push_back({n[i].get<double>(), value(u[i]), label});
+    ratio.push_back({n[i].get<double>(), value(b[i]), label});
   }
   return true;
 }
@@ -50,7 +54,7 @@ std::string scatter_figure(std::vector<ScatterSeries> series, ScatterAxes axes, 
   const size_t dropped = thin_series(series, cap);
   std::string caption = fmt::format("{} cases of {} records", format_count(static_cast<int64_t>(total)), record_count);
   if (dropped)
-    caption += fmt::format("; thinned to {} points (at most {} per chart: evenly spaced per op, each op's largest kept)",
+    caption += fmt::format("; thinned to {} points (at most {} per chart: evenly spaced per generator, each one's largest kept)",
                            format_count(static_cast<int64_t>(total - dropped)), cap);
   if (low)
     caption += fmt::format("; {} values below {} (zeros included) drawn at {}", format_count(static_cast<int64_t>(low)),
@@ -221,9 +225,9 @@ std::string histogram_section(const std::vector<RecordRef>& records) {
 }
 
 std::string scatter_section(const std::vector<RecordRef>& records, size_t max_points_per_chart) {
-  std::string h = "<h2 id=\"scatter\">Error and err/bound against n per dtype</h2><p>One point per case: its max "
-                  "|error| in ULPs and its max |error|/bound, against the row length n (log scales). Above the "
-                  "dashed line at 1 the a priori bound is exceeded.</p>";
+  std::string h = "<h2 id=\"scatter\">Error and err/bound against n per dtype</h2><p>One point per case and record: its max "
+                  "|error| in ULPs and its max |error|/bound, against the row length n (log scales), coloured by generator; "
+                  "hover a point for its case, n and record. Above the dashed line at 1 the a priori bound is exceeded.</p>";
   const auto by_dtype = group_by(records, [](const RecordRef& r) { return r.dtype; });
   bool any = false;
   for (const auto& [dtype, members] : by_dtype) {
@@ -233,8 +237,10 @@ std::string scatter_section(const std::vector<RecordRef>& records, size_t max_po
       std::vector<ScatterPoint> u, b;
       if (!case_points(*r->json, u, b)) continue;
       ++with_points;
-      auto it = std::find_if(ulp.begin(), ulp.end(), [&](const ScatterSeries& s) { return s.name == r->op; });
-      if (it == ulp.end()) ulp.push_back({r->op, {}}), ratio.push_back({r->op, {}}), it = ulp.end() - 1;
+      std::string series = string_field(*r->json, "property", r->op);  // coloured by generator
+      if (series.rfind("accuracy/", 0) == 0) series = series.substr(9);
+      auto it = std::find_if(ulp.begin(), ulp.end(), [&](const ScatterSeries& s) { return s.name == series; });
+      if (it == ulp.end()) ulp.push_back({series, {}}), ratio.push_back({series, {}}), it = ulp.end() - 1;
       const size_t k = static_cast<size_t>(it - ulp.begin());
       ulp[k].points.insert(ulp[k].points.end(), u.begin(), u.end());
       ratio[k].points.insert(ratio[k].points.end(), b.begin(), b.end());

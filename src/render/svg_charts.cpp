@@ -177,13 +177,15 @@ std::string scatter_svg(const std::vector<ScatterSeries>& series, const ScatterA
                        f.left, f.right(), y, y, f.right() - 4, y - 4, escape(axes.reference_label));
   }
   for (size_t i = 0; i < series.size(); ++i) {
-    std::string d;
+    // One circle per point, its case named on hover (SVG <title>: no script needed).
+    std::string dots;
     for (const ScatterPoint& p : series[i].points) {
       if (!(p.x > 0)) continue;  // not on a log axis (counted as not drawn in the caption)
       const double ly = !std::isfinite(p.y) ? sy.hi : std::log10(std::max(p.y, axes.y_floor));
-      d += fmt::format("M{:.1f} {:.1f}h0", sx.at(std::log10(p.x)), sy.at(std::min(ly, sy.hi)));
+      dots += fmt::format("<circle cx=\"{:.0f}\" cy=\"{:.0f}\" r=\"2\"><title>{}</title></circle>", sx.at(std::log10(p.x)),
+                          sy.at(std::min(ly, sy.hi)), escape(p.label.empty() ? format_value(p.y) : p.label + ": " + format_value(p.y)));
     }
-    if (!d.empty()) out += fmt::format("<path d=\"{}\" class=\"pts\" stroke=\"{}\"/>", d, series_color(i));
+    if (!dots.empty()) out += fmt::format("<g class=\"pts\" fill=\"{}\">{}</g>", series_color(i), dots);
     out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
                        "<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"lg\">{}</text>",
                        f.right() + 10, f.top + 16.0 * i, series_color(i), f.right() + 24, f.top + 16.0 * i + 9,

@@ -31,6 +31,7 @@ std::string histogram_svg(const std::vector<int64_t>& counts, size_t shown, size
 
 struct ScatterPoint {
   double x, y;
+  std::string label{};  ///< shown on hover (SVG <title>): the case and its record
 };
 
 struct ScatterSeries {
