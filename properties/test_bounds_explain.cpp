@@ -126,3 +126,33 @@ TEST(BoundsExplain, NpyInputAndBadInputGetOneLine) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(BoundsExplain, TheBackwardBoundsOwnIntermediatesAreTracedAndItsErrorIsTheArithmeticTerm) {
+  for (DType dt : {DType::bf16, DType::f32, DType::f64})
+    for (const char* variant : {"two_pass", "welford"}) {
+      const KernelEntry* k = find_kernel(Op::layernorm_backward, variant, dt);
+      ASSERT_NE(k, nullptr);
+      const LayerNormCase c = gen::make_layernorm_case("large_mean", dt, 11, {5, 24, 120});
+      const auto ref = certified_reference(k->op, c, true);
+      const BoundModel m = own_bound_model(tolerance_for(*k), *k);
+      const BackwardBound b = layernorm_backward_bound(c, ref, m);
+      for (const auto& [output, tb] : {std::pair<std::string, const TensorBound*>{"dx", &b.dx}, {"dgamma", &b.dgamma}, {"dbeta", &b.dbeta}})
+        for (size_t i = 0; i < tb->bound.size(); i += 5) {
+          const BoundExplanation e = explain_bound(c, ref, m, output, *tb, i);
+          if (e.void_bound) continue;
+          // "e" traced inside the bound function is the arithmetic share recovered from the bound.
+          EXPECT_NEAR(term(e.element_terms, "e"), e.arithmetic, 1e-9 * e.arithmetic + 1e-300) << output << " " << i;
+          if (output == "dx") {  // and section 3.3's last step recomposes from the printed e_c, c, r, delta_r
+            const bounds_detail::Units u = bounds_detail::units_of(m);
+            const double r = term(e.row_terms, "r"), dr = term(e.row_terms, "delta_r");
+            const double recomposed = r * (term(e.element_terms, "|c_j|") * dr + term(e.element_terms, "e_c") * (1 + dr)) * (1 + u.ua) +
+                                      u.ua * e.exact_abs + u.eta_a;
+            EXPECT_NEAR(recomposed, e.arithmetic, 1e-9 * e.arithmetic);
+          }
+        }
+    }
+}
+
+}  // namespace

@@ -83,7 +83,7 @@ nlohmann::json explanation_json(const BoundExplanation& e) {
 
 void print_terms(const nlohmann::json& terms) {
   for (const auto& t : terms)
-    std::printf("    %-9s = %-24s %-12.6g %s [%s]\n", t["name"].get<std::string>().c_str(), t["hex"].get<std::string>().c_str(),
+    std::printf("    %-18s = %-24s %-12.6g %s [%s]\n", t["name"].get<std::string>().c_str(), t["hex"].get<std::string>().c_str(),
                 t["value"].is_number() ? t["value"].get<double>() : HUGE_VAL, t["meaning"].get<std::string>().c_str(),
                 t["section"].get<std::string>().c_str());
 }

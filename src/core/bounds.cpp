@@ -146,7 +146,7 @@ struct BackwardRowSums {
 }  // namespace
 
 BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
-                                       const BoundModel& m) {
+                                       const BoundModel& m, BackwardBoundTrace* trace) {
   const Units u = units_of(m);
   const double nn = static_cast<double>(c.n);
   const double max_s = dtype_info(c.dtype).max_finite;
@@ -212,6 +212,16 @@ BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::Cer
                                 reaches(dx + e, max_s);
       if (may_overflow) out.dx.regime[k] |= kRegimeOverflow;
       out.dx.bound[k] = may_overflow ? kInf : with_store(dx, e, u);
+      if (trace && trace->output == "dx" && trace->index == k)
+        trace->terms = {{"A", "mean of g = dy gamma over the row (double evaluation) [3.2]", mean_g},
+                        {"e_A", "|A_hat - A|: the kernel's mean of g [3.2]", e_a},
+                        {"B", "mean of g z over the row (double evaluation) [3.2]", mean_gz},
+                        {"e_B", "|B_hat - B|: the kernel's mean of g z [3.2]", e_b},
+                        {"|c_j|", "upper bound of |g_j - A - z_j B| [3.3]", cj},
+                        {"e_q1", "error of g_j - A [3.3]", e_q1},
+                        {"e_q2", "error of z_j B [3.3]", e_q2},
+                        {"e_c", "|c_hat_j - c_j| = e_q1 + e_q2 + u_a (|c| + e_q1 + e_q2) + eta_a [3.3]", e_c},
+                        {"e", "r (|c| delta_r + e_c (1 + delta_r))(1 + u_a) + u_a |dx| + eta_a [3.3]", e}};
     }
   }
   out.dgamma = {std::vector<double>(c.n), std::vector<uint8_t>(c.n)};
@@ -228,6 +238,15 @@ BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::Cer
     out.dbeta.regime[j] = output_regime(vb, db_mag[j], c.dtype) | (b_over ? kRegimeOverflow : 0);
     out.dgamma.bound[j] = g_over ? kInf : with_store(vg, e_g, u);
     out.dbeta.bound[j] = b_over ? kInf : with_store(vb, e_b, u);
+    if (trace && trace->index == static_cast<size_t>(j) && trace->output == "dgamma")
+      trace->terms = {{"sum |dy| e_z", "the rows' products' errors from z [3.4]", dg_err[j]},
+                      {"sum |dy|(|z|+e_z)", "magnitude of the column sum [3.4]", dg_mag[j]},
+                      {"gamma_rows", "gamma of the sum over rows [3.4]", gm},
+                      {"e", "sum |dy| e_z (1 + u_a) + gamma_rows (sum |dy|(|z|+e_z) + m eta_a) + m eta_a [3.4]", e_g}};
+    if (trace && trace->index == static_cast<size_t>(j) && trace->output == "dbeta")
+      trace->terms = {{"sum |dy|", "magnitude of the column sum [3.4]", db_mag[j]},
+                      {"gamma_{m-1}", "gamma of the m - 1 additions over rows [3.4]", gm1},
+                      {"e", "gamma_{m-1} sum |dy| + m eta_a [3.4]", e_b}};
   }
   add_backward_envelope(c, m, out.dx, out.dgamma, &out.dbeta);
   return out;

@@ -77,15 +77,25 @@ struct BackwardBound {
   TensorBound dx, dgamma, dbeta;
 };
 
-/// Bounds on the backward outputs (docs/bounds.md, section 3).
-BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
-                                       const BoundModel& m);
-
-/// The named constants a bound uses for a row length n and `rows` rows, for auditors.
+/// The named constants a bound uses, and the intermediates of one element (BackwardBoundTrace).
 struct NamedConstant {
   std::string name, meaning;
   double value;
 };
+
+/// Asks layernorm_backward_bound for the intermediates of one element of `output` (dx: flat index;
+/// dgamma, dbeta: column), for `normcheck bounds` (docs/bounds.md sections 3.2-3.4): filled in `terms`.
+struct BackwardBoundTrace {
+  std::string output;
+  size_t index = 0;
+  std::vector<NamedConstant> terms{};
+};
+
+/// Bounds on the backward outputs (docs/bounds.md, section 3); with `trace`, its element's intermediates.
+BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
+                                       const BoundModel& m, BackwardBoundTrace* trace = nullptr);
+
+/// The named constants a bound uses for a row length n and `rows` rows, for auditors.
 std::vector<NamedConstant> bound_constants(const BoundModel& m, int64_t n, int64_t rows);
 
 /// The bound's formula, step by step, as the code evaluates it (docs/bounds.md sections 2-4).
