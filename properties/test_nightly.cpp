@@ -268,3 +268,26 @@ TEST(Interruption, CtrlCWritesAValidIncompleteReportThatKeepsEveryFailureFoundSo
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Nightly, AQuickRunDiffsCleanAgainstTheCommittedQuickBaseline) {
+  // Issue 21 item 4: a quick run compares with a committed baseline out of the box (it used to stop at
+  // "suite differs" against the nightly one). A suite change bumps the suite version: then this test
+  // says so, and the baseline is remade with scripts/make_baseline.py (docs/nightly.md).
+  const fs::path baseline = fs::path(NORMCHECK_SOURCE_DIR) / "reports/baseline/quick.json", now = scratch() / "quick_now.json";
+  ASSERT_EQ(run_cli("run --suite quick --threads 2 -q --out " + now.string()).exit_code, 0);
+  const Outcome d = run_cli("diff " + baseline.string() + " " + now.string() + " --out " + (scratch() / "quick_diff.json").string());
+  EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
+  const auto counts = load(scratch() / "quick_diff.json").at("counts");
+  EXPECT_EQ(counts.at("new_failure"), 0);
+  EXPECT_EQ(counts.at("regression"), 0);
+  EXPECT_EQ(counts.at("removed"), 0);
+  EXPECT_GT(counts.at("unchanged").get<int64_t>(), 2000);
+  // And it is the quick suite's baseline: diffing it against the nightly one is refused.
+  const Outcome other = run_cli("diff " + (fs::path(NORMCHECK_SOURCE_DIR) / "reports/baseline/nightly.json").string() + " " + now.string());
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("suite differs"), std::string::npos) << other.err;
+}
+
+}  // namespace
