@@ -226,6 +226,12 @@ TEST(Nightly, CatchesARegressionPlantedInAKernelAndKeepsEverythingInADatedFolder
   EXPECT_GE(diff["counts"]["new_failure"].get<int>() + diff["counts"]["regression"].get<int>(), 1) << diff.dump();
   EXPECT_NE(slurp(dated / "diff.txt").find("numpy_ln"), std::string::npos);
   EXPECT_NE(slurp(dated / "diff.txt").find("large_mean"), std::string::npos);
+  // Each night went into the history of its outdir, and the HTML shows the trends (issue 21 item 3).
+  EXPECT_TRUE(fs::exists(dir / "planted" / "history.sqlite"));
+  const Outcome history = run_cli("history show --db " + (dir / "planted" / "history.sqlite").string());
+  EXPECT_EQ(history.exit_code, 0) << history.err;
+  EXPECT_EQ(std::count(history.out.begin(), history.out.end(), '\n'), 2) << history.out;  // header and one run
+  EXPECT_NE(slurp(dated / "report.html").find("id=\"trends\""), std::string::npos);
 }
 
 TEST(Interruption, CtrlCWritesAValidIncompleteReportThatKeepsEveryFailureFoundSoFar) {

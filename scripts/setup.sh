@@ -7,7 +7,7 @@ packages=(
   clang libclang-rt-14-dev
   libboost-dev libmpfr-dev libmpfi-dev libgmp-dev
   libeigen3-dev librapidcheck-dev nlohmann-json3-dev
-  libcli11-dev libfmt-dev libgtest-dev
+  libcli11-dev libfmt-dev libgtest-dev libsqlite3-dev
   libonnx-testdata python3-jsonschema python3-numpy python3-torch
   python3-dev pybind11-dev python3-pytest python3-hypothesis
   chromium groff-base man-db bash-completion

@@ -234,6 +234,17 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.budget->add_option("--cases", cl.budget_opts.cases, "random budget cases per dtype (default 2)");
   cl.budget->add_option("--threads", cl.budget_opts.threads, "worker threads")->check(CLI::Range(1, 256));
   cl.budget->add_option("--seed", cl.budget_opts.seed, "seed")->check(kSeed);
+  cl.history = cl.app.add_subcommand("history", "nightly history in SQLite: add a report, show a record's trend");
+  cl.history->require_subcommand(1);
+  cl.history->fallthrough();  // --quiet / --verbose after `history add`
+  cl.history_add = cl.history->add_subcommand("add", "add a complete report's summary and per-record metrics (one transaction)");
+  cl.history_add->add_option("report", cl.history_opts.report, "report JSON")->required();
+  cl.history_add->add_option("--db", cl.history_opts.db, "SQLite database (created when absent)")->required();
+  cl.history_show = cl.history->add_subcommand("show", "list the runs, or one record's metrics night by night (regressions marked)");
+  cl.history_show->add_option("--db", cl.history_opts.db, "SQLite database")->required();
+  cl.history_show->add_option("--record", cl.history_opts.record,
+                              "the record's identity as normcheck diff prints it (or a unique part of it)");
+  cl.render->add_option("--history", cl.render_opts.history, "SQLite history: add per-record trend lines, the night a record regressed marked");
   cl.version = cl.app.add_subcommand("version", "print the version, git revision and oracle backends");
   cl.completion = cl.app.add_subcommand("completion", "print a shell completion script, generated from this command line");
   cl.completion->add_option("shell", cl.completion_shell, "bash")->required()->check(CLI::IsMember({"bash"}));

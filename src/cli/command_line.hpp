@@ -31,10 +31,12 @@ struct CommandLine {
   BudgetOptions budget_opts;
   bool suites_json = false;
   bool list_json = false;
+  HistoryOptions history_opts;
   bool quiet = false, verbose = false;  ///< --quiet / --verbose, accepted by every subcommand (docs/terminal.md)
   CLI::App *run = nullptr, *replay = nullptr, *list = nullptr, *search = nullptr, *contract = nullptr, *example = nullptr,
            *audit = nullptr, *diff = nullptr, *suites = nullptr, *merge = nullptr, *render = nullptr, *bench = nullptr, *bench_oracle = nullptr,
-           *bias = nullptr, *bounds = nullptr, *budget = nullptr, *version = nullptr, *completion = nullptr, *manpage = nullptr;
+           *bias = nullptr, *bounds = nullptr, *budget = nullptr, *version = nullptr, *completion = nullptr, *manpage = nullptr,
+           *history = nullptr, *history_add = nullptr, *history_show = nullptr;
   std::string completion_shell;
 };
 

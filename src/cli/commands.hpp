@@ -99,7 +99,14 @@ struct MergeOptions {
 };
 
 /// normcheck render: the HTML report of REPORT, optionally against a --diff base.
+struct HistoryOptions {
+  std::string db, report, record;
+};
+int history_add_command(const HistoryOptions& o);
+int history_show_command(const HistoryOptions& o);
+
 struct RenderOptions {
+  std::string history;  ///< --history DB: trend lines from the nightly history
   std::string report, diff, out;
   int worst = 20;
 };

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   // --quiet: commands whose stdout is a table or a progress account print nothing there (their product
   // is a file or the exit code); run and merge keep their result lines; listings print what was asked.
   const bool stdout_is_the_product = *cl.run || *cl.merge || *cl.list || *cl.suites || *cl.version || *cl.bounds ||
-                                     *cl.completion || *cl.manpage;
+                                     *cl.completion || *cl.manpage || *cl.history_show;
   if (cl.quiet && !stdout_is_the_product && !std::freopen("/dev/null", "w", stdout)) {
     normcheck::cli::print_error("--quiet: cannot redirect stdout to /dev/null");
     return normcheck::cli::kExitBadInput;
@@ -84,6 +84,8 @@ int main(int argc, char** argv) {
       std::fputs(normcheck::cli::man_page(cl.app, normcheck::tool_version()).c_str(), stdout);
       return normcheck::cli::kExitOk;
     }
+    if (*cl.history_add) return normcheck::cli::history_add_command(cl.history_opts);
+    if (*cl.history_show) return normcheck::cli::history_show_command(cl.history_opts);
     if (*cl.run) return normcheck::cli::run_command(cl.run_opts, joined_args(argc, argv));
     if (*cl.replay) return normcheck::cli::replay_command(cl.replay_opts);
     if (*cl.list) return normcheck::cli::list_command(cl.list_json);

@@ -9,6 +9,7 @@
 #include "report/json_input.hpp"
 #include "report/output_files.hpp"
 #include "nightly/diff.hpp"
+#include "nightly/history.hpp"
 #include "render/html_report.hpp"
 #include "report/report.hpp"
 
@@ -34,6 +35,13 @@ int render_command(const RenderOptions& o) {
     ro.base_name = o.diff;
     std::optional<nightly::DiffResult> diff;
     if (!o.diff.empty()) diff = nightly::diff_reports(read_report_file(o.diff), report, nightly::DiffThresholds{}, /*force=*/false);
+    std::vector<nightly::HistoryTrend> trends;
+    if (!o.history.empty()) {
+      if (!std::filesystem::exists(o.history)) throw std::invalid_argument("--history '" + o.history + "' does not exist");
+      trends = nightly::History(o.history).trends();
+      ro.trends = &trends;
+      ro.history_name = o.history;
+    }
     const std::string html = render::render_html(report, diff ? &*diff : nullptr, ro);
     const std::string out = o.out.empty() ? default_html_path(o.report) : o.out;
     if (std::filesystem::exists(out) && std::filesystem::equivalent(out, o.report))

@@ -176,4 +176,8 @@ nlohmann::json diff_json(const DiffResult& d, const DiffThresholds& t) {
 
 std::string record_identity(const nlohmann::json& record) { return identity(record); }
 
+Change compare_records(const nlohmann::json& base, const nlohmann::json& now, const DiffThresholds& t) {
+  return classify("", "", base, now, t).change;
+}
+
 }  // namespace normcheck::nightly

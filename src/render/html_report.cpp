@@ -208,9 +208,11 @@ std::string render_html(const nlohmann::json& report, const nightly::DiffResult*
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>normcheck report " +
                   escape(o.report_name) + "</title><style>" + kStyle + "</style></head><body>\n";
   h += header(report, o) + "<nav>" + std::string(diff ? "<a href=\"#regressions\">regressions</a>" : "") +
+       std::string(o.trends ? "<a href=\"#trends\">trends</a>" : "") +
        "<a href=\"#summary\">summary</a><a href=\"#kernels\">per kernel</a><a href=\"#histograms\">ULP histograms</a><a href=\"#scatter\">error vs n</a>"
        "<a href=\"#worst\">worst cases</a></nav>\n";
   if (diff) h += diff_section(*diff, o) + "\n";
+  if (o.trends) h += trend_section(*o.trends, o.history_name, o.trend_count) + "\n";
   h += summary_section(records) + "\n";
   h += kernel_summary_section(records) + "\n";
   h += histogram_section(records) + "\n";

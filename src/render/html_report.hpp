@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nightly/diff.hpp"
+#include "nightly/history.hpp"
 
 namespace normcheck::render {
 
@@ -17,6 +18,9 @@ struct RenderOptions {
   size_t max_points_per_chart = 1000;   ///< scatter points per chart before deterministic thinning
   std::string report_name;              ///< shown in the title (the report's path)
   std::string base_name;                ///< the --diff base report's path
+  const std::vector<nightly::HistoryTrend>* trends = nullptr;  ///< render --history: per-record trends
+  std::string history_name;             ///< the history database's path
+  size_t trend_count = 12;              ///< trend charts beyond the regressed records
 };
 
 /// Renders the document. `diff` (may be null) is nightly::diff_reports(base, report, ...).

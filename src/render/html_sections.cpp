@@ -187,6 +187,40 @@ std::string kernel_summary_section(const std::vector<RecordRef>& records) {
   return h + "</table>";
 }
 
+std::string trend_section(const std::vector<nightly::HistoryTrend>& trends, const std::string& history_name, size_t count) {
+  const auto latest_ratio = [](const nightly::HistoryTrend& t) {
+    return t.points.empty() || !t.points.back().max_bound_ratio ? -1.0 : *t.points.back().max_bound_ratio;
+  };
+  std::vector<const nightly::HistoryTrend*> regressed, rest;
+  size_t nights = 0;
+  for (const nightly::HistoryTrend& t : trends) {
+    nights = std::max(nights, t.points.size());
+    const bool any = std::any_of(t.points.begin(), t.points.end(), [](const nightly::HistoryPoint& p) { return p.regressed; });
+    const bool weak_flagged = !t.points.empty() && t.points.back().verdict == "flagged";  // known weak, failing as expected
+    if (any) regressed.push_back(&t);
+    else if (!weak_flagged) rest.push_back(&t);
+  }
+  std::stable_sort(rest.begin(), rest.end(), [&](auto* a, auto* b) { return latest_ratio(*a) > latest_ratio(*b); });
+  std::vector<const nightly::HistoryTrend*> shown = regressed;
+  for (size_t i = 0; i < rest.size() && shown.size() < std::max(count, regressed.size()); ++i) shown.push_back(rest[i]);
+  std::string h = fmt::format("<h2 id=\"trends\">Trends across nights ({})</h2><p>{} runs in the history, {} records; "
+                              "{} records regressed on some night (a new failure, or a growth beyond diff's default thresholds "
+                              "against the night before), each drawn with that night marked in red; then the records with the "
+                              "largest latest max |error|/bound (known-weak kernels flagged as expected left out). Hover a point for its "
+                              "night and value.</p><div class=\"charts\">",
+                              escape(history_name), nights, trends.size(), regressed.size());
+  for (const nightly::HistoryTrend* t : shown) {
+    std::vector<TrendPoint> points;
+    for (const nightly::HistoryPoint& p : t->points)
+      points.push_back({p.run.start_time, p.max_bound_ratio.value_or(0), p.regressed});
+    std::string title = t->section + ": " + t->identity;
+    if (title.size() > 72) title = title.substr(0, 69) + "...";
+    h += "<figure>" + trend_svg(points, title) + "</figure>";
+  }
+  if (shown.empty()) h += "<p>The history holds no record.</p>";
+  return h + "</div>";
+}
+
 std::string histogram_section(const std::vector<RecordRef>& records) {
   std::string h = "<h2 id=\"histograms\">ULP-error distributions per op and dtype</h2><p>Elements per |error| bucket "
                   "(ULPs of the output dtype, log count scale), summed over the records of the kernels expected to "

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "nightly/diff.hpp"
+#include "nightly/history.hpp"
 #include "render/report_view.hpp"
 
 namespace normcheck::render {
@@ -20,6 +21,10 @@ const char* change_css(nightly::Change c);
 /// Records grouped by kernel, dtype and op: counts by outcome, max err/bound, max ULP (normal outputs),
 /// void-bound elements and kernel failures with the first message (a sortable, filterable table).
 std::string kernel_summary_section(const std::vector<RecordRef>& records);
+
+/// Trend lines from the nightly history (render --history): the records that regressed on some night
+/// (all of them, the night marked), then those with the largest latest max err/bound, at most `count` charts.
+std::string trend_section(const std::vector<nightly::HistoryTrend>& trends, const std::string& history_name, size_t count);
 
 std::string histogram_section(const std::vector<RecordRef>& records);
 

@@ -216,4 +216,34 @@ size_t thin_series(std::vector<ScatterSeries>& series, size_t cap) {
   return dropped;
 }
 
+std::string trend_svg(const std::vector<TrendPoint>& points, const std::string& title) {
+  const Frame f{48, 24, 420, 200};
+  double y_hi = 0.5, y_lo = -4;  // log10 of max err/bound: 1e-4 .. at least 10^0.5
+  for (const TrendPoint& p : points)
+    if (std::isfinite(p.value) && p.value > 0) y_hi = std::max(y_hi, std::log10(p.value) + 0.3), y_lo = std::min(y_lo, std::floor(std::log10(p.value)));
+  const LogScale sy{y_lo, std::ceil(y_hi * 2) / 2, f.bottom(), f.top};
+  const double step = points.size() > 1 ? f.width / static_cast<double>(points.size() - 1) : 0;
+  const auto x_at = [&](size_t i) { return f.left + (points.size() > 1 ? step * static_cast<double>(i) : f.width / 2); };
+  const auto y_at = [&](double v) { return sy.at(!std::isfinite(v) ? sy.hi : std::log10(std::max(v, std::pow(10.0, y_lo)))); };
+  std::string out = svg_open(540, 270, title) + y_decades(f, sy);
+  const double one = sy.at(0);
+  out += fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" class=\"ref\"/>", f.left, f.right(), one, one);
+  std::string line;
+  for (size_t i = 0; i < points.size(); ++i) line += fmt::format("{}{:.1f} {:.1f}", i ? " L" : "M", x_at(i), y_at(points[i].value));
+  if (!line.empty()) out += "<path d=\"" + line + "\" fill=\"none\" stroke=\"#4a78b5\" stroke-width=\"1.5\"/>";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const TrendPoint& p = points[i];
+    out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"{}><title>{}: {}{}</title></circle>", x_at(i),
+                       y_at(p.value), p.regressed ? 6 : 3, p.regressed ? "#c62828" : "#4a78b5", p.regressed ? " class=\"regressed\"" : "",
+                       escape(p.label), escape(format_value(p.value)), p.regressed ? " (regressed)" : "");
+    if (p.regressed)
+      out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"reft\" text-anchor=\"middle\">regressed</text>", x_at(i),
+                         y_at(p.value) - 9);
+    if (points.size() <= 12 || i % ((points.size() + 11) / 12) == 0)
+      out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tl\" text-anchor=\"middle\">{}</text>", x_at(i), f.bottom() + 12,
+                         escape(p.label.size() >= 16 ? p.label.substr(5, 11) : p.label));  // "12-02T05:58" of an ISO time
+  }
+  return out + axis_titles(f, "night (run start, UTC)", "max err/bound") + "</svg>";
+}
+
 }  // namespace normcheck::render

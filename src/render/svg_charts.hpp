@@ -57,4 +57,16 @@ const char* series_color(size_t i);
 /// proportional to its size, evenly spaced, always including its largest y. Returns the points dropped.
 size_t thin_series(std::vector<ScatterSeries>& series, size_t cap);
 
+/// One night of a record's trend: its label (the run's start date), the value and whether the record
+/// regressed that night (against the night before).
+struct TrendPoint {
+  std::string label;
+  double value;
+  bool regressed = false;
+};
+
+/// A line chart of a record's max err/bound night by night (log y, the bound at 1 dashed), the nights
+/// it regressed marked in red and labelled; each point names its night and value on hover.
+std::string trend_svg(const std::vector<TrendPoint>& points, const std::string& title);
+
 }  // namespace normcheck::render

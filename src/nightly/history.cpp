@@ -1,0 +1,230 @@
+#include "nightly/history.hpp"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "nightly/diff.hpp"
+#include "report/case_json.hpp"
+#include "sections/section.hpp"
+
+namespace normcheck::nightly {
+namespace {
+
+/// 64-bit FNV-1a of the report's text: two adds of the same file are the same run.
+std::string digest_of(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (const unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
+}
+
+std::optional<double> metric(const nlohmann::json& r, const char* field) {
+  if (!r.contains(field)) return std::nullopt;
+  return json_number_value(r.at(field));
+}
+
+std::string text(const nlohmann::json& j, const char* field) {
+  return j.contains(field) && j.at(field).is_string() ? j.at(field).get<std::string>() : "";
+}
+
+}  // namespace
+
+struct History::Impl {
+  sqlite3* db = nullptr;
+  std::string path;
+
+  void exec(const char* sql) const {
+    char* err = nullptr;
+    if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      const std::string what = err ? err : "unknown error";
+      sqlite3_free(err);
+      throw std::runtime_error(fmt::format("history '{}': {}", path, what));
+    }
+  }
+
+  sqlite3_stmt* prepare(const char* sql) const {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK)
+      throw std::runtime_error(fmt::format("history '{}': {}", path, sqlite3_errmsg(db)));
+    return s;
+  }
+
+  void step_done(sqlite3_stmt* s) const {
+    if (sqlite3_step(s) != SQLITE_DONE) throw std::runtime_error(fmt::format("history '{}': {}", path, sqlite3_errmsg(db)));
+    sqlite3_reset(s);
+  }
+};
+
+History::History(const std::string& path) : impl_(new Impl) {
+  impl_->path = path;
+  if (sqlite3_open_v2(path.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+    const std::string what = impl_->db ? sqlite3_errmsg(impl_->db) : "out of memory";
+    sqlite3_close(impl_->db);
+    delete impl_;
+    throw std::runtime_error(fmt::format("cannot open history '{}': {}", path, what));
+  }
+  try {
+    sqlite3_busy_timeout(impl_->db, 10000);
+    impl_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+    impl_->exec(
+        "BEGIN;"
+        "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE TABLE IF NOT EXISTS runs(id INTEGER PRIMARY KEY, digest TEXT NOT NULL UNIQUE, suite TEXT, suite_version INTEGER,"
+        " seed TEXT, git_revision TEXT, start_time TEXT, end_time TEXT, passed INTEGER, complete INTEGER, records INTEGER,"
+        " failing INTEGER, added_at TEXT DEFAULT CURRENT_TIMESTAMP);"
+        "CREATE TABLE IF NOT EXISTS records(run_id INTEGER NOT NULL REFERENCES runs(id), section TEXT NOT NULL,"
+        " identity TEXT NOT NULL, verdict TEXT, max_ulp REAL, max_ulp_normal REAL, rms_ulp REAL, max_bound_ratio REAL,"
+        " PRIMARY KEY(run_id, section, identity));"
+        "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', '1');"
+        "COMMIT;");
+    sqlite3_stmt* s = impl_->prepare("SELECT value FROM meta WHERE key = 'schema_version'");
+    const std::string version = sqlite3_step(s) == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(s, 0)) : "";
+    sqlite3_finalize(s);
+    if (version != std::to_string(kHistorySchemaVersion))
+      throw std::runtime_error(fmt::format("history '{}' has schema version {}, this normcheck reads {}", path, version, kHistorySchemaVersion));
+  } catch (...) {
+    sqlite3_close(impl_->db);
+    delete impl_;
+    throw;
+  }
+}
+
+History::~History() {
+  sqlite3_close(impl_->db);
+  delete impl_;
+}
+
+int64_t History::add(const nlohmann::json& report, const std::string& report_text) {
+  const nlohmann::json& run = report.at("run");
+  if (!run.value("complete", false)) throw std::invalid_argument("an incomplete (interrupted) report is not added to the history");
+  const std::string digest = digest_of(report_text);
+  // A test hook: microseconds to wait after each record (to kill the process in the middle of an add).
+  const char* delay = std::getenv("NORMCHECK_TEST_HISTORY_INSERT_DELAY_US");
+  const long delay_us = delay ? std::strtol(delay, nullptr, 10) : 0;
+  impl_->exec("BEGIN IMMEDIATE;");
+  try {
+    sqlite3_stmt* dup = impl_->prepare("SELECT id FROM runs WHERE digest = ?");
+    sqlite3_bind_text(dup, 1, digest.c_str(), -1, SQLITE_TRANSIENT);
+    const bool exists = sqlite3_step(dup) == SQLITE_ROW;
+    const int64_t existing = exists ? sqlite3_column_int64(dup, 0) : 0;
+    sqlite3_finalize(dup);
+    if (exists) throw std::invalid_argument(fmt::format("this report is already in the history (run {})", existing));
+    const nlohmann::json& config = report.at("config");
+    int64_t records = 0, failing = 0;
+    for (const sections::Section* sec : sections::registry())
+      if (const auto* list = sec->records(report))
+        for (const auto& r : *list) records += 1, failing += r.value("verdict", "") == "fail" ? 1 : 0;
+    sqlite3_stmt* ins = impl_->prepare(
+        "INSERT INTO runs(digest, suite, suite_version, seed, git_revision, start_time, end_time, passed, complete, records, failing)"
+        " VALUES(?,?,?,?,?,?,?,?,?,?,?)");
+    const std::string suite = text(config, "suite"), seed = text(config, "seed"), rev = text(run, "git_revision"),
+                      start = text(run, "start_time"), end = text(run, "end_time");
+    sqlite3_bind_text(ins, 1, digest.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(ins, 2, suite.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(ins, 3, config.value("suite_version", int64_t{0}));
+    sqlite3_bind_text(ins, 4, seed.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(ins, 5, rev.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(ins, 6, start.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(ins, 7, end.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(ins, 8, run.value("passed", false) ? 1 : 0);
+    sqlite3_bind_int(ins, 9, 1);
+    sqlite3_bind_int64(ins, 10, records);
+    sqlite3_bind_int64(ins, 11, failing);
+    impl_->step_done(ins);
+    sqlite3_finalize(ins);
+    const int64_t id = sqlite3_last_insert_rowid(impl_->db);
+    sqlite3_stmt* rec = impl_->prepare(
+        "INSERT OR REPLACE INTO records(run_id, section, identity, verdict, max_ulp, max_ulp_normal, rms_ulp, max_bound_ratio)"
+        " VALUES(?,?,?,?,?,?,?,?)");
+    for (const sections::Section* sec : sections::registry()) {
+      if (!sec->diffed()) continue;
+      const auto* list = sec->records(report);
+      if (!list) continue;
+      const std::string section(sec->key());
+      for (const auto& r : *list) {
+        const std::string identity = record_identity(r), verdict = text(r, "verdict");
+        sqlite3_bind_int64(rec, 1, id);
+        sqlite3_bind_text(rec, 2, section.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(rec, 3, identity.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(rec, 4, verdict.c_str(), -1, SQLITE_TRANSIENT);
+        int column = 5;
+        for (const char* field : {"max_ulp", "max_ulp_normal", "rms_ulp", "max_bound_ratio"}) {
+          const auto v = metric(r, field);
+          if (v && !std::isnan(*v)) sqlite3_bind_double(rec, column, *v);
+          else sqlite3_bind_null(rec, column);
+          ++column;
+        }
+        impl_->step_done(rec);
+        if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+      }
+    }
+    sqlite3_finalize(rec);
+    impl_->exec("COMMIT;");
+    return id;
+  } catch (...) {
+    sqlite3_exec(impl_->db, "ROLLBACK;", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::vector<HistoryRun> History::runs() const {
+  std::vector<HistoryRun> out;
+  sqlite3_stmt* s = impl_->prepare(
+      "SELECT id, suite, seed, git_revision, start_time, passed, complete, records FROM runs ORDER BY start_time, id");
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    const auto col = [s](int i) { return sqlite3_column_text(s, i) ? std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, i))) : ""; };
+    out.push_back({sqlite3_column_int64(s, 0), col(1), col(2), col(3), col(4), sqlite3_column_int(s, 5) != 0,
+                   sqlite3_column_int(s, 6) != 0, sqlite3_column_int64(s, 7)});
+  }
+  sqlite3_finalize(s);
+  return out;
+}
+
+std::vector<HistoryTrend> History::trends() const {
+  std::map<int64_t, HistoryRun> by_id;
+  std::map<int64_t, size_t> order;
+  const std::vector<HistoryRun> all = runs();
+  for (size_t i = 0; i < all.size(); ++i) by_id[all[i].id] = all[i], order[all[i].id] = i;
+  std::map<std::pair<std::string, std::string>, HistoryTrend> trends;
+  sqlite3_stmt* s = impl_->prepare(
+      "SELECT run_id, section, identity, verdict, max_ulp, max_ulp_normal, rms_ulp, max_bound_ratio FROM records");
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    const auto str = [s](int i) { return sqlite3_column_text(s, i) ? std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, i))) : ""; };
+    const auto num = [s](int i) -> std::optional<double> {
+      if (sqlite3_column_type(s, i) == SQLITE_NULL) return std::nullopt;
+      return sqlite3_column_double(s, i);
+    };
+    HistoryTrend& t = trends[{str(1), str(2)}];
+    t.section = str(1);
+    t.identity = str(2);
+    t.points.push_back({by_id[sqlite3_column_int64(s, 0)], str(3), num(4), num(5), num(6), num(7), false});
+  }
+  sqlite3_finalize(s);
+  std::vector<HistoryTrend> out;
+  const DiffThresholds thresholds;
+  for (auto& [key, t] : trends) {
+    std::sort(t.points.begin(), t.points.end(), [&](const HistoryPoint& a, const HistoryPoint& b) { return order[a.run.id] < order[b.run.id]; });
+    const auto as_json = [](const HistoryPoint& p) {
+      nlohmann::json j = {{"verdict", p.verdict}};
+      if (p.max_ulp) j["max_ulp"] = json_number(*p.max_ulp);
+      if (p.rms_ulp) j["rms_ulp"] = json_number(*p.rms_ulp);
+      if (p.max_bound_ratio) j["max_bound_ratio"] = json_number(*p.max_bound_ratio);
+      return j;
+    };
+    for (size_t i = 1; i < t.points.size(); ++i) {
+      const Change c = compare_records(as_json(t.points[i - 1]), as_json(t.points[i]), thresholds);
+      t.points[i].regressed = c == Change::new_failure || c == Change::regression;
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace normcheck::nightly

@@ -1,0 +1,62 @@
+#pragma once
+/// Nightly history in SQLite (issue 21 item 3, docs/nightly.md): each report's summary and per-record
+/// metrics, one transaction per report, so that trends across nights can be shown and the night a
+/// record regressed found. Schema versioned (table meta), WAL journal, duplicates refused; a process
+/// killed in the middle of `add` leaves the database as it was before (SQLite's atomic commit).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace normcheck::nightly {
+
+inline constexpr int kHistorySchemaVersion = 1;
+
+struct HistoryRun {
+  int64_t id = 0;
+  std::string suite, seed, git_revision, start_time;
+  bool passed = false, complete = false;
+  int64_t records = 0;
+};
+
+/// One record on one night.
+struct HistoryPoint {
+  HistoryRun run;
+  std::string verdict;
+  std::optional<double> max_ulp, max_ulp_normal, rms_ulp, max_bound_ratio;
+  bool regressed = false;  ///< a new failure or a regression against the previous night (diff's default thresholds)
+};
+
+/// A record's trend: its section, identity (as `normcheck diff` names it) and one point per night.
+struct HistoryTrend {
+  std::string section, identity;
+  std::vector<HistoryPoint> points;
+};
+
+class History {
+ public:
+  /// Opens (creating when absent) the database; throws std::runtime_error with one line when it cannot,
+  /// or when it holds another schema version.
+  explicit History(const std::string& path);
+  ~History();
+  History(const History&) = delete;
+  History& operator=(const History&) = delete;
+
+  /// Adds a complete report (its summary and every record of every diffed section) in one
+  /// transaction; returns the run id. Throws std::invalid_argument when the report is already there
+  /// (same content digest) or is incomplete.
+  int64_t add(const nlohmann::json& report, const std::string& report_text);
+
+  std::vector<HistoryRun> runs() const;
+
+  /// Every record's trend, nights in order of the runs' start times.
+  std::vector<HistoryTrend> trends() const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace normcheck::nightly
