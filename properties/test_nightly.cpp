@@ -2,6 +2,8 @@
 // and a nightly run against a baseline catching a regression planted in a kernel.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -155,6 +157,45 @@ TEST(Shards, MergedShardsEqualTheUnshardedRunRecordForRecord) {
   EXPECT_GT(budget_ratio, 0.0);
   EXPECT_LE(budget_ratio, 1.0);
   EXPECT_EQ(load(merged)["run"]["merged_from"].size(), 4u);
+}
+
+/// The indented lines of the code block in docs/nightly.md that follows the heading `heading`.
+std::string documented_recipe(const std::string& heading) {
+  const std::string doc = slurp(fs::path(NORMCHECK_SOURCE_DIR) / "docs/nightly.md");
+  size_t at = doc.find(heading);
+  if (at == std::string::npos) return "";
+  at = doc.find("\n    ", at) + 1;
+  std::string block;
+  for (size_t start = at; start < doc.size();) {
+    const size_t end = doc.find('\n', start);
+    const std::string line = doc.substr(start, end - start);
+    if (line.rfind("    ", 0) != 0) break;
+    block += line.substr(4) + "\n";
+    start = end == std::string::npos ? doc.size() : end + 1;
+  }
+  return block;
+}
+
+TEST(Shards, TheGnuParallelRecipeAsDocumentedEqualsTheUnshardedRun) {
+  if (!fs::exists("/usr/bin/parallel")) GTEST_SKIP() << "GNU parallel is not installed (scripts/setup.sh installs Debian's parallel)";
+  const fs::path root = scratch() / "parallel_recipe", out = root / "shards";
+  fs::create_directories(out);
+  fs::create_symlink(fs::path(NORMCHECK_BINARY).parent_path(), root / "build");
+  const std::string recipe = documented_recipe("### With GNU parallel on one machine");
+  ASSERT_NE(recipe.find("parallel -j"), std::string::npos) << recipe;
+  std::ofstream(root / "recipe.sh") << recipe;
+  // The unsharded run writes where the merged report will be (replay commands name it), then moves aside.
+  ASSERT_EQ(run_shell("cd " + root.string() + " && build/normcheck run --suite quick --threads 2 --quiet --out shards/merged.json").exit_code, 0);
+  fs::rename(out / "merged.json", root / "single.json");
+  const auto started = std::chrono::steady_clock::now();
+  const Outcome o = run_shell("cd " + root.string() + " && SUITE=quick OUT=shards bash recipe.sh");
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  std::printf("GNU parallel recipe, quick suite, 4 shards: %.1f s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(fs::exists(out / ("s" + std::to_string(i) + ".json"))) << i;
+  const nlohmann::json a = without_run_metadata(load(root / "single.json")), b = without_run_metadata(load(out / "merged.json"));
+  EXPECT_EQ(first_difference(a, b), "");
+  EXPECT_EQ(load(out / "merged.json")["run"]["merged_from"].size(), 4u);
 }
 
 TEST(Shards, MergeAndDiffRefuseShardsThatAreNotOneRun) {
