@@ -199,23 +199,6 @@ TEST(Conventions, WithoutOutTheReportPathIsAnnouncedOnStderr) {
 
 namespace {
 
-/// The indented block after "prints (exit status 1" in docs/terminal.md, unindented.
-std::string documented_transcript() {
-  const std::string doc = slurp(fs::path(NORMCHECK_SOURCE_DIR) / "docs/terminal.md");
-  size_t at = doc.find("prints (exit status 1");
-  at = doc.find("\n\n", at) + 2;
-  std::string block;
-  for (size_t start = at; start < doc.size();) {
-    const size_t end = doc.find('\n', start);
-    const std::string line = doc.substr(start, end - start);
-    if (!line.empty() && line.rfind("    ", 0) != 0) break;
-    block += (line.empty() ? "" : line.substr(4)) + "\n";
-    start = end == std::string::npos ? doc.size() : end + 1;
-  }
-  while (block.size() >= 2 && block.compare(block.size() - 2, 2, "\n\n") == 0) block.pop_back();
-  return block;
-}
-
 TEST(Conventions, TheTerminalTranscriptInTheDocsIsWhatARunPrints) {
   const fs::path dir = scratch() / "transcript";
   fs::create_directories(dir / "build");
@@ -225,7 +208,7 @@ TEST(Conventions, TheTerminalTranscriptInTheDocsIsWhatARunPrints) {
                               " run --kernel build/libnc_plugin_one_pass.so --ops layernorm_forward --dtypes f32 "
                               "--generators large_mean --cases 2 --out fail.json");
   EXPECT_EQ(o.exit_code, 1) << o.err;
-  const std::string expected = documented_transcript();
+  const std::string expected = doc_block_after("docs/terminal.md", "prints (exit status 1");
   ASSERT_GT(expected.size(), 500u);
   EXPECT_TRUE(o.out == expected) << "docs/terminal.md's transcript differs from a fresh run; the run printed:\n" << o.out;
 }

@@ -13,35 +13,11 @@
 #include "nightly/diff.hpp"
 #include "properties/cli_harness.hpp"
 #include "properties/generators.hpp"
+#include "shard_compare.hpp"
 
 namespace {
 
 nlohmann::json load(const fs::path& p) { return nlohmann::json::parse(slurp(p)); }
-
-/// A report without what legitimately differs between runs (times, command line, threads, shard).
-nlohmann::json without_run_metadata(nlohmann::json r) {
-  for (const char* k : {"start_time", "end_time", "command_line", "threads", "shard", "merged_from"}) r["run"].erase(k);
-  return r;
-}
-
-/// The first difference between two JSON values, as a path (empty: equal).
-std::string first_difference(const nlohmann::json& a, const nlohmann::json& b, const std::string& path = "") {
-  if (a.type() != b.type()) return path + " (type)";
-  if (a.is_object()) {
-    for (const auto& [k, v] : a.items()) {
-      if (!b.contains(k)) return path + "/" + k + " (missing)";
-      if (auto d = first_difference(v, b[k], path + "/" + k); !d.empty()) return d;
-    }
-    return a.size() == b.size() ? "" : path + " (extra keys)";
-  }
-  if (a.is_array()) {
-    if (a.size() != b.size()) return path + " (length)";
-    for (size_t i = 0; i < a.size(); ++i)
-      if (auto d = first_difference(a[i], b[i], path + "[" + std::to_string(i) + "]"); !d.empty()) return d;
-    return "";
-  }
-  return a == b ? "" : path + ": " + a.dump() + " vs " + b.dump();
-}
 
 TEST(Suites, AreListedWithVersionsAndTheNightlySuiteIsTheFullest) {
   const Outcome text = run_cli("suites");
@@ -159,29 +135,12 @@ TEST(Shards, MergedShardsEqualTheUnshardedRunRecordForRecord) {
   EXPECT_EQ(load(merged)["run"]["merged_from"].size(), 4u);
 }
 
-/// The indented lines of the code block in docs/nightly.md that follows the heading `heading`.
-std::string documented_recipe(const std::string& heading) {
-  const std::string doc = slurp(fs::path(NORMCHECK_SOURCE_DIR) / "docs/nightly.md");
-  size_t at = doc.find(heading);
-  if (at == std::string::npos) return "";
-  at = doc.find("\n    ", at) + 1;
-  std::string block;
-  for (size_t start = at; start < doc.size();) {
-    const size_t end = doc.find('\n', start);
-    const std::string line = doc.substr(start, end - start);
-    if (line.rfind("    ", 0) != 0) break;
-    block += line.substr(4) + "\n";
-    start = end == std::string::npos ? doc.size() : end + 1;
-  }
-  return block;
-}
-
 TEST(Shards, TheGnuParallelRecipeAsDocumentedEqualsTheUnshardedRun) {
   if (!fs::exists("/usr/bin/parallel")) GTEST_SKIP() << "GNU parallel is not installed (scripts/setup.sh installs Debian's parallel)";
   const fs::path root = scratch() / "parallel_recipe", out = root / "shards";
   fs::create_directories(out);
   fs::create_symlink(fs::path(NORMCHECK_BINARY).parent_path(), root / "build");
-  const std::string recipe = documented_recipe("### With GNU parallel on one machine");
+  const std::string recipe = doc_block_after("docs/nightly.md", "### With GNU parallel on one machine");
   ASSERT_NE(recipe.find("parallel -j"), std::string::npos) << recipe;
   std::ofstream(root / "recipe.sh") << recipe;
   // The unsharded run writes where the merged report will be (replay commands name it), then moves aside.

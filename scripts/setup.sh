@@ -10,7 +10,7 @@ packages=(
   libcli11-dev libfmt-dev libgtest-dev libsqlite3-dev
   libonnx-testdata python3-jsonschema python3-numpy python3-torch
   python3-dev pybind11-dev python3-pytest python3-hypothesis
-  chromium groff-base man-db bash-completion parallel
+  chromium groff-base man-db bash-completion parallel slurm-wlm munge
   libdnnl-dev ocl-icd-opencl-dev libtorch-dev
 )
 missing=()
