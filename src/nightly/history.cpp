@@ -13,6 +13,7 @@
 
 #include "nightly/diff.hpp"
 #include "report/case_json.hpp"
+#include "report/verdicts.hpp"
 #include "sections/section.hpp"
 
 namespace normcheck::nightly {
@@ -120,7 +121,8 @@ int64_t History::add(const nlohmann::json& report, const std::string& report_tex
     int64_t records = 0, failing = 0;
     for (const sections::Section* sec : sections::registry())
       if (const auto* list = sec->records(report))
-        for (const auto& r : *list) records += 1, failing += r.value("verdict", "") == "fail" ? 1 : 0;
+        for (const auto& r : *list)
+          records += 1, failing += is_failing_verdict(r.value("verdict", "")) && r.value("expectation", "") != "report_only" ? 1 : 0;
     sqlite3_stmt* ins = impl_->prepare(
         "INSERT INTO runs(digest, suite, suite_version, seed, git_revision, start_time, end_time, passed, complete, records, failing)"
         " VALUES(?,?,?,?,?,?,?,?,?,?,?)");
