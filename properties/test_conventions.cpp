@@ -178,6 +178,11 @@ TEST(Conventions, TheInstallTreeHoldsEverythingAndItsPiecesWork) {
                                  " /usr/bin/python3 -c 'import normcheck, os; print(os.path.dirname(normcheck.__file__))'");
     EXPECT_EQ(py.exit_code, 0) << py.err;
     EXPECT_EQ(py.out, (site / "normcheck").string() + "\n");
+    // With the distribution metadata whose pytest11 entry point loads the fixture and marker.
+    std::string entry_points;
+    for (const auto& e : fs::directory_iterator(site))
+      if (e.path().filename().string().rfind("normcheck-", 0) == 0) entry_points = slurp(e.path() / "entry_points.txt");
+    EXPECT_NE(entry_points.find("normcheck = normcheck.pytest_plugin"), std::string::npos);
   }
 }
 

@@ -158,3 +158,14 @@ def test_the_readme_quick_start_works_as_printed():
     namespace = {}
     exec(compile(block.group(1), "README.md", "exec"), namespace)  # raises if the kernel is judged wrong
     assert namespace["result"].passed
+
+
+@pytest.mark.normcheck(op="layernorm_forward", dtypes=("f32",), suite="quick", generators=("normal", "large_mean"))
+def test_the_fixture_and_marker_work_without_configuration(normcheck):
+    # No conftest and no -p option: pytest loaded the plugin from the package's entry point.
+    result = normcheck(good_layer_norm)
+    assert result.passed
+    assert {r["storage"] for r in result.records} == {"f32"}  # the marker's dtypes
+    with pytest.raises(AssertionError) as failure:
+        normcheck(one_pass_layer_norm)  # the marker's generators include large_mean, where it breaks
+    assert "worst element" in str(failure.value)
