@@ -219,7 +219,10 @@ TEST(Nightly, CatchesARegressionPlantedInAKernelAndKeepsEverythingInADatedFolder
   const Outcome planted = nightly_with(baseline, dir / "planted", "--one-pass");
   EXPECT_EQ(planted.exit_code, 1) << planted.out << planted.err;
   ASSERT_TRUE(fs::exists(dir / "planted"));
-  const fs::path dated = fs::directory_iterator(dir / "planted")->path();
+  fs::path dated;  // the dated folder (history.sqlite lies beside it)
+  for (const auto& e : fs::directory_iterator(dir / "planted"))
+    if (e.is_directory()) dated = e.path();
+  ASSERT_FALSE(dated.empty());
   EXPECT_EQ(dated.filename().string().size(), std::string("2026-11-30T101010Z").size()) << dated;
   for (const char* f : {"baseline.json", "report.json", "diff.json", "diff.txt"}) EXPECT_TRUE(fs::exists(dated / f)) << f;
   const auto diff = load(dated / "diff.json");
