@@ -185,21 +185,6 @@ LayerNormCase bounds_case(const BoundsOptions& o, const KernelEntry& k) {
   return c;
 }
 
-/// Every output's bound vector on the case, by output name (the order of op_outputs).
-std::vector<std::pair<std::string, TensorBound>> output_bounds(const KernelEntry& k, const LayerNormCase& c,
-                                                               const oracle::CertifiedLayerNorm& ref, const BoundModel& m) {
-  if (!is_backward(k.op))
-    return {{"y", is_rmsnorm(k.op) ? rmsnorm_forward_bound(c, ref, m) : layernorm_forward_bound(c, ref, m)}};
-  const BackwardBound b = is_rmsnorm(k.op) ? rmsnorm_backward_bound(c, ref, m) : layernorm_backward_bound(c, ref, m);
-  std::vector<std::pair<std::string, TensorBound>> out = {{"dx", b.dx}, {"dgamma", b.dgamma}};
-  if (!is_rmsnorm(k.op)) out.emplace_back("dbeta", b.dbeta);
-  return out;
-}
-
-const std::vector<CertifiedValue>& reference_values(const oracle::CertifiedLayerNorm& ref, const std::string& output) {
-  return output == "y" ? ref.y : output == "dx" ? ref.dx : output == "dgamma" ? ref.dgamma : ref.dbeta;
-}
-
 }  // namespace
 
 int bounds_command(const BoundsOptions& o) {
@@ -229,14 +214,15 @@ int bounds_command(const BoundsOptions& o) {
   const auto ref = certified_reference(k->op, c, is_backward(k->op));
   const auto judged = judge_case(*k, c, ref);
   nlohmann::json outputs;
-  const auto bounds = output_bounds(*k, c, ref, m);
+  const std::vector<TensorBound> bounds = bounds_for(k->op, c, ref, m);
   for (size_t i = 0; i < bounds.size(); ++i) {
-    const auto& [name, b] = bounds[i];
+    const std::string& name = op_outputs(k->op)[i];
+    const TensorBound& b = bounds[i];
     if (o.element && (*o.element < 0 || static_cast<size_t>(*o.element) >= b.bound.size())) {
       print_error(fmt::format("--element {} is outside {} ({} elements)", *o.element, name, b.bound.size()));
       return kExitBadInput;
     }
-    outputs[name] = sample_summary(b, reference_values(ref, name), judged[i]);
+    outputs[name] = sample_summary(b, reference_of(ref, name), judged[i]);
     outputs[name]["explained"] = explanation_json(explain_bound(c, ref, m, name, b, explained_element(b, o.element)));
   }
   nlohmann::json constants = nlohmann::json::array();

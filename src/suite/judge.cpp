@@ -6,7 +6,6 @@
 #include "core/bounds.hpp"
 
 namespace normcheck {
-namespace {
 
 /// Per-output bounds for an op under one bound model, in op_outputs order.
 std::vector<TensorBound> bounds_for(Op op, const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
@@ -29,6 +28,8 @@ const std::vector<CertifiedValue>& reference_of(const oracle::CertifiedLayerNorm
   if (output == "dx") return ref.dx;
   return output == "dgamma" ? ref.dgamma : ref.dbeta;
 }
+
+namespace {
 
 const std::vector<double>& kernel_output(const KernelOutputs& out, const std::string& output) {
   if (output == "y") return out.y;

@@ -59,6 +59,12 @@ oracle::CertifiedLayerNorm certified_reference(Op op, const LayerNormCase& c, bo
 /// Output names an op produces, in report order.
 const std::vector<std::string>& op_outputs(Op op);
 
+/// Per-output bounds of `op` on the case under one bound model, in op_outputs order.
+std::vector<TensorBound> bounds_for(Op op, const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, const BoundModel& m);
+
+/// The certified values of one output ("y", "dx", "dgamma", "dbeta").
+const std::vector<CertifiedValue>& reference_of(const oracle::CertifiedLayerNorm& ref, const std::string& output);
+
 /// Runs kernel k on case c and measures every output element against the oracle `ref`.
 std::vector<OutputJudgement> judge_case(const KernelEntry& k, const LayerNormCase& c,
                                         const oracle::CertifiedLayerNorm& ref);
