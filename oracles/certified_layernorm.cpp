@@ -137,8 +137,11 @@ CertifiedLayerNormJvp certified_layernorm_jvp(const LayerNormCase& c, const Laye
 }
 
 CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
+  if (c.dtype == DType::f64)
+    return escalate_until_accepted<CertifiedRmsBlock>(
+        {evaluate_rms_block_dd_ball, evaluate_rms_block_mpfi50, evaluate_rms_block_mpfi150, evaluate_rms_block_mpfi400}, c);
   return escalate_until_accepted<CertifiedRmsBlock>(
-      {evaluate_rms_block_mpfi50, evaluate_rms_block_mpfi150, evaluate_rms_block_mpfi400}, c);
+      {evaluate_rms_block_ball, evaluate_rms_block_dd_ball, evaluate_rms_block_mpfi50, evaluate_rms_block_mpfi150, evaluate_rms_block_mpfi400}, c);
 }
 
 CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp) {

@@ -22,11 +22,16 @@ struct CertifiedRmsBlock {
   int64_t undecided_roundings = 0;  ///< outputs whose rounding the enclosure does not decide
 };
 
+/// The ball levels of the cascade (oracles/ball.hpp, oracles/dd_ball.hpp), as for LayerNorm.
+CertifiedRmsBlock evaluate_rms_block_ball(const RmsBlockCase& c);
+CertifiedRmsBlock evaluate_rms_block_dd_ball(const RmsBlockCase& c);
 CertifiedRmsBlock evaluate_rms_block_mpfi50(const RmsBlockCase& c);
 CertifiedRmsBlock evaluate_rms_block_mpfi150(const RmsBlockCase& c);
 CertifiedRmsBlock evaluate_rms_block_mpfi400(const RmsBlockCase& c);
 
-/// Escalates 168 -> 500 -> 1330 bits until every output is within 1e-3 ULP of the case dtype.
+/// The cascade: double ball (not for f64 outputs), double-double ball, then MPFI 168 -> 500 -> 1330
+/// bits, until every output is within 1e-3 ULP of the case dtype with its rounding decided. The whole
+/// case moves up a level (dW and dg sum over every row).
 CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c);
 
 }  // namespace normcheck::oracle

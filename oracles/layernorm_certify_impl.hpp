@@ -122,9 +122,42 @@ CertifiedLayerNorm evaluate_rms(const LayerNormCase& c, bool with_vjp, int preci
   return out;
 }
 
-/// The block in composed form (the reference); the deferred terms only for the cancellation factor.
+/// The nearest-ish double of a value of the oracle's Real type (a diagnostic, not certified).
 template <class Interval>
-CertifiedRmsBlock evaluate_rms_block(const RmsBlockCase& c, int precision_bits) {
+double midpoint_double(const Interval& e) {
+  return interval_mid_double(e.backend().data());
+}
+inline double midpoint_double(const Ball& b) { return b.mid; }
+inline double midpoint_double(const DdBall& b) { return b.hi + b.lo; }
+
+/// Per dx element of the block: (|t1| + |t2|) / |t1 - t2| of the deferred form's two terms
+/// t1 = r (W_g^T dy)_j, t2 = (r^2 / n) <dy, y - b> x_j, from midpoints (a diagnostic).
+template <class Interval>
+std::vector<double> deferred_cancellation(const RmsBlockCase& c, const std::vector<Interval>& r) {
+  std::vector<double> out;
+  out.reserve(c.x.size());
+  RmsBlockCase no_bias = c;
+  no_bias.b.clear();
+  const auto y = linear_rmsnorm_forward_deferred<Interval>(no_bias);
+  for (int64_t i = 0; i < c.rows; ++i) {
+    Interval s(0);
+    for (int64_t k = 0; k < c.m; ++k) s += Interval(c.dy[i * c.m + k]) * y[i * c.m + k];
+    const Interval scale = r[i] * r[i] / Interval(static_cast<double>(c.n)) * s;
+    for (int64_t j = 0; j < c.n; ++j) {
+      Interval gemm(0);
+      for (int64_t k = 0; k < c.m; ++k) gemm += Interval(c.w[k * c.n + j]) * Interval(c.g[j]) * Interval(c.dy[i * c.m + k]);
+      const double t1 = midpoint_double(r[i] * gemm);
+      const double t2 = midpoint_double(scale * Interval(c.x[i * c.n + j]));
+      out.push_back(t1 == t2 ? HUGE_VAL : (std::fabs(t1) + std::fabs(t2)) / std::fabs(t1 - t2));
+    }
+  }
+  return out;
+}
+
+/// The block in composed form (the reference); the deferred terms only for the cancellation factor,
+/// computed where the cascade keeps this level (accepted, or the last level).
+template <class Interval>
+CertifiedRmsBlock evaluate_rms_block(const RmsBlockCase& c, int precision_bits, bool last_level) {
   CertifiedRmsBlock out;
   out.precision_bits = precision_bits;
   CertifiedLayerNorm acc;  // collects the max error over outputs
@@ -133,26 +166,14 @@ CertifiedRmsBlock evaluate_rms_block(const RmsBlockCase& c, int precision_bits) 
   out.dx = certify_all(linear_rmsnorm_vjp_composed<Interval>(c, dw, dg), c.dtype, acc);
   out.dw = certify_all(dw, c.dtype, acc);
   out.dg = certify_all(dg, c.dtype, acc);
-  const auto r = rms_reciprocal<Interval>(c);
+  const std::vector<Interval> ms = mean_of_squares<Interval>(c);
+  const std::vector<Interval> r = rms_reciprocal_of(c, ms);
   mids(r, out.rstd, out.rstd_rad);
-  mids(mean_of_squares<Interval>(c), out.ms, out.ms_rad);
-  RmsBlockCase no_bias = c;
-  no_bias.b.clear();
-  const auto y = linear_rmsnorm_forward_deferred<Interval>(no_bias);
-  for (int64_t i = 0; i < c.rows; ++i) {
-    Interval s(0);
-    for (int64_t k = 0; k < c.m; ++k) s += Interval(c.dy[i * c.m + k]) * y[i * c.m + k];
-    for (int64_t j = 0; j < c.n; ++j) {
-      Interval gemm(0);
-      for (int64_t k = 0; k < c.m; ++k) gemm += Interval(c.w[k * c.n + j]) * Interval(c.g[j]) * Interval(c.dy[i * c.m + k]);
-      const double t1 = interval_mid_double((r[i] * gemm).backend().data());
-      const double t2 = interval_mid_double((r[i] * r[i] / Interval(static_cast<double>(c.n)) * s * Interval(c.x[i * c.n + j])).backend().data());
-      out.cancellation.push_back(t1 == t2 ? HUGE_VAL : (std::fabs(t1) + std::fabs(t2)) / std::fabs(t1 - t2));
-    }
-  }
+  mids(ms, out.ms, out.ms_rad);
   out.max_err_ulps = acc.max_err_ulps;
   out.undecided_roundings = acc.undecided_roundings;
   out.certified = acc.max_err_ulps <= kRequiredUlpFraction;
+  if (accepted(out) || last_level) out.cancellation = deferred_cancellation(c, r);
   return out;
 }
 
@@ -184,7 +205,7 @@ int mpfi_bits() {
     return detail::evaluate_rms<detail::MpfiInterval<Digits>>(c, with_vjp, detail::mpfi_bits<Digits>()); \
   }                                                                                             \
   CertifiedRmsBlock evaluate_rms_block_mpfi##Digits(const RmsBlockCase& c) {                    \
-    return detail::evaluate_rms_block<detail::MpfiInterval<Digits>>(c, detail::mpfi_bits<Digits>()); \
+    return detail::evaluate_rms_block<detail::MpfiInterval<Digits>>(c, detail::mpfi_bits<Digits>(), Digits == 400); \
   }                                                                                             \
   }
 
@@ -200,5 +221,8 @@ int mpfi_bits() {
   }                                                                                               \
   CertifiedLayerNormJvp evaluate_layernorm_jvp_##suffix(const LayerNormCase& c, const LayerNormTangents& t) { \
     return detail::evaluate_jvp<Real>(c, t, bits);                                                \
+  }                                                                                               \
+  CertifiedRmsBlock evaluate_rms_block_##suffix(const RmsBlockCase& c) {                          \
+    return detail::evaluate_rms_block<Real>(c, bits, false);                                      \
   }                                                                                               \
   }

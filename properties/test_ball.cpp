@@ -1,8 +1,8 @@
 // The double ball (oracles/ball.hpp) and the double-double ball (oracles/dd_ball.hpp) are rigorous enclosures: every rule contains the exact result
 // of the operation at the corners and centre of its input balls (checked in 330-bit MPFR), on
 // random and adversarial operands (huge, tiny, subnormal, cancelling), and the ball levels of the
-// LayerNorm, RMSNorm and JVP oracles contains the MPFI level's midpoint of every output and, where
-// both decide the rounding to the dtype, rounds to the same value, always.
+// LayerNorm, RMSNorm, JVP and Linear o RMSNorm block oracles contain the MPFI level's midpoint of
+// every output and, where both decide the rounding to the dtype, round to the same value, always.
 #include <cmath>
 
 #include <boost/multiprecision/mpfr.hpp>
@@ -12,6 +12,9 @@
 #include "oracles/ball.hpp"
 #include "oracles/dd_ball.hpp"
 #include "oracles/certified_layernorm.hpp"
+#include "oracles/certified_rms_block.hpp"
+#include "properties/block_generators.hpp"
+#include "suite/block_suite.hpp"
 #include "properties/generators.hpp"
 #include "properties/jvp_generators.hpp"
 #include "suite/runner.hpp"
@@ -299,4 +302,34 @@ TEST(Cascade, OnlyTheRowsTheBallCannotCertifyAreEvaluatedAgain) {
   expect_agreement(got.dx, mpfi.dx, "dx");
   expect_agreement(got.dgamma, mpfi.dgamma, "dgamma");
   expect_agreement(got.dbeta, mpfi.dbeta, "dbeta");
+}
+
+TEST(Cascade, TheBlockAgreesWithTheMpfiPathOnEveryQuickSuiteBlockCase) {
+  // The quick suite's Linear o RMSNorm block cases, built as the run builds them: the cascade (double
+  // ball, double-double ball, then MPFI) against MPFI alone, output by output (y, dx, dW, dg).
+  const BlockSuiteConfig cfg = *suite_block_config("quick");
+  std::map<int, int> levels;
+  int64_t compared = 0, cases = 0;
+  for (DType dt : cfg.dtypes)
+    for (size_t g = 0; g < cfg.generators.size(); ++g)
+      for (int64_t k = 0; k < cfg.cases_per_generator; ++k, ++cases) {
+        const RmsBlockCase c = gen::make_rms_block_case(cfg.generators[g], dt, block_case_seed(cfg.seed, dt, g, k));
+        const oracle::CertifiedRmsBlock fast = oracle::certified_rms_block(c);
+        const oracle::CertifiedRmsBlock mpfi = escalate_until_accepted<oracle::CertifiedRmsBlock>(
+            {oracle::evaluate_rms_block_mpfi50, oracle::evaluate_rms_block_mpfi150, oracle::evaluate_rms_block_mpfi400}, c);
+        ++levels[fast.precision_bits];
+        EXPECT_EQ(accepted(fast), accepted(mpfi));
+        EXPECT_EQ(fast.cancellation.size(), c.x.size());  // the diagnostic is there whichever level certified
+        const std::string what = fmt::format("block {} {} case {} seed {}", dtype_info(dt).name, cfg.generators[g], k, c.seed);
+        compared += expect_agreement(fast.y, mpfi.y, what + " y") + expect_agreement(fast.dx, mpfi.dx, what + " dx") +
+                    expect_agreement(fast.dw, mpfi.dw, what + " dw") + expect_agreement(fast.dg, mpfi.dg, what + " dg");
+        for (int64_t i = 0; i < c.rows; ++i)  // the row statistics the bounds read: enclosures overlap
+          EXPECT_LE(std::fabs(fast.rstd[i] - mpfi.rstd[i]), fast.rstd_rad[i] + mpfi.rstd_rad[i]) << what << " row " << i;
+      }
+  std::string by;
+  for (const auto& [bits, n] : levels) by += fmt::format(" {}:{}", bits, n);
+  std::printf("compared %lld block outputs of %lld cases; certified by (bits:cases)%s\n", static_cast<long long>(compared),
+              static_cast<long long>(cases), by.c_str());
+  EXPECT_GT(levels[53] + levels[106], 0);  // the fast levels are used
+  EXPECT_GT(compared, 0);
 }

@@ -41,7 +41,8 @@ nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::
                       {"oracle",
                        {{"precision_bits", r.oracle_precision_bits},
                         {"certified_max_err_ulps", r.oracle_max_err_ulps},
-                        {"required_max_err_ulps", kRequiredUlpFraction}}},
+                        {"required_max_err_ulps", kRequiredUlpFraction},
+                        {"cases_by_precision_bits", oracle_levels_json(r.oracle_levels)}}},
                       {"worst_case", block_worst_json(r, index, report_path)}});
   j.update(accumulator_json(r.acc));
   j["points"] = case_points_json(r.points);

@@ -163,6 +163,7 @@ void merge(const ItemResult& item, int64_t item_index, std::vector<BlockRecord>&
     rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, item.err_ulps);
     rec.points.push_back({item_index, item.c.rows, item.c.n, p.judgement.acc.max_ulp(), std::max(0.0, p.judgement.acc.max_bound_ratio())});
     rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, item.bits);
+    ++rec.oracle_levels[item.bits];
     const double before = rec.acc.max_bound_ratio();
     rec.acc.merge(p.judgement.acc);
     if (p.judgement.acc.max_bound_ratio() > before)

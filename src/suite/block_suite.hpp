@@ -3,6 +3,7 @@
 /// defect) judged on the same cases against the certified block oracle and the block bounds
 /// (docs/bounds.md section 11), with the composed-vs-deferred comparison per dtype.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,7 @@ struct BlockRecord {
   ErrorAccumulator acc;
   double oracle_max_err_ulps = 0;
   int oracle_precision_bits = 0;
+  std::map<int, int64_t> oracle_levels;  ///< cases per precision (bits) of the cascade level that certified them
   BlockWorst worst;
   std::vector<CasePoint> points;  ///< per case, in case order (n = the normalized width)
   bool failed() const { return failed_cases > 0; }
