@@ -76,7 +76,7 @@ TEST(Hardening, MalformedReportFieldsNameTheFileInOneLine) {
   for (int b = 0; b < 8; ++b) file[static_cast<size_t>(b)] = static_cast<char>((header.size() >> (8 * b)) & 0xff);
   const fs::path st = scratch() / "hardening_evil.safetensors";
   std::ofstream(st, std::ios::binary) << file << header << 'x';
-  expect_one_line_exit_two("contract --in " + st.string() + " --out " + (scratch() / "evil_out.safetensors").string(), "evil\\nname\\x1b[2J");
+  expect_one_line_exit_two("contract --assume-chain --in " + st.string() + " --out " + (scratch() / "evil_out.safetensors").string(), "evil\\nname\\x1b[2J");
 }
 
 TEST(Hardening, ShapesBeyondTheElementCapAreRefusedBeforeAnyAllocation) {
@@ -109,9 +109,9 @@ TEST(Hardening, AnUnwritableOutputIsFoundBeforeTheWorkAndNothingIsLeftBehind) {
   const fs::path block = scratch() / "hardening_block.safetensors", out = scratch() / "hardening_contracted.safetensors";
   ASSERT_EQ(run_cli("example-block --out " + block.string()).exit_code, 0);
   const std::string before = slurp(block);
-  expect_one_line_exit_two("contract --in " + block.string() + " --out " + block.string(), "is the input block");
+  expect_one_line_exit_two("contract --assume-chain --in " + block.string() + " --out " + block.string(), "is the input block");
   EXPECT_EQ(slurp(block), before);
-  expect_one_line_exit_two("contract --in " + block.string() + " --out " + out.string() + " --certificate " + (file / "c.json").string(),
+  expect_one_line_exit_two("contract --assume-chain --in " + block.string() + " --out " + out.string() + " --certificate " + (file / "c.json").string(),
                            "cannot write");
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out.string() + ".tmp"));

@@ -17,6 +17,8 @@ using namespace normcheck;
 namespace {
 
 const std::string kFixture = std::string(NORMCHECK_SOURCE_DIR) + "/properties/fixtures/linear_ln_linear.safetensors";
+/// Its module list, as `example-block --modules` writes it.
+const std::string kFixtureModules = std::string(NORMCHECK_SOURCE_DIR) + "/properties/fixtures/linear_ln_linear.modules.json";
 
 std::string fixture_bytes() { return slurp(kFixture); }
 
@@ -102,8 +104,8 @@ TEST(Safetensors, BlockExtractionChecksNamesAndShapes) {
 
 TEST(Safetensors, ContractWritesCoefficientsAndACertificateWhoseNumbersRecompute) {
   const fs::path out = scratch() / "contracted_f16.safetensors", cert = scratch() / "cert.json";
-  const Outcome o = run_cli("contract --in " + kFixture + " --out " + out.string() + " --dtype f16 --samples 16 --certificate " +
-                              cert.string());
+  const Outcome o = run_cli("contract --in " + kFixture + " --graph " + kFixtureModules + " --out " + out.string() +
+                            " --dtype f16 --samples 16 --certificate " + cert.string());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   const SafetensorsFile f = read_safetensors(out.string());
   const auto& R = f.tensors.at("R");
@@ -138,22 +140,22 @@ TEST(Safetensors, ContractRejectsOverflowAndMalformedInputWithoutWriting) {
   const fs::path big = scratch() / "big.safetensors", out = scratch() / "never.safetensors";
   write_safetensors(big.string(), f);
   fs::remove(out);
-  Outcome o = run_cli("contract --in " + big.string() + " --out " + out.string() + " --dtype f16");
+  Outcome o = run_cli("contract --in " + big.string() + " --out " + out.string() + " --dtype f16 --assume-chain");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("overflows f16"), std::string::npos) << o.err;
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out.string() + ".certificate.json"));
-  EXPECT_EQ(run_cli("contract --in " + big.string() + " --out " + out.string() + " --dtype f32 --samples 4").exit_code, 0);
+  EXPECT_EQ(run_cli("contract --in " + big.string() + " --out " + out.string() + " --dtype f32 --samples 4 --assume-chain").exit_code, 0);
   const fs::path garbage = scratch() / "garbage.safetensors";
   std::ofstream(garbage) << "not a safetensors file at all";
   fs::remove(out);
-  o = run_cli("contract --in " + garbage.string() + " --out " + out.string());
+  o = run_cli("contract --in " + garbage.string() + " --out " + out.string() + " --assume-chain");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
   EXPECT_FALSE(fs::exists(out));
-  EXPECT_EQ(run_cli("contract --in " + kFixture + " --out " + out.string() + " --dtype f8").exit_code, 2);
-  EXPECT_EQ(run_cli("contract --in " + kFixture + " --out " + out.string() + " --eps 0").exit_code, 2);
-  EXPECT_EQ(run_cli("contract --in " + kFixture + " --out " + out.string() + " --consumers 7").exit_code, 2);
+  EXPECT_EQ(run_cli("contract --in " + kFixture + " --out " + out.string() + " --dtype f8 --assume-chain").exit_code, 2);
+  EXPECT_EQ(run_cli("contract --in " + kFixture + " --out " + out.string() + " --eps 0 --assume-chain").exit_code, 2);
+  EXPECT_EQ(run_cli("contract --in " + kFixture + " --out " + out.string() + " --consumers 7 --assume-chain").exit_code, 2);
   EXPECT_FALSE(fs::exists(out));
 }
 
@@ -164,10 +166,139 @@ TEST(Safetensors, SharedConsumersGetOneRAndTheirOwnDAndC) {
   names.consumers = {"q", "kv"};
   const fs::path in = scratch() / "shared.safetensors", out = scratch() / "shared_c.safetensors";
   write_safetensors(in.string(), block_to_safetensors(c.block, DType::f32, names));
-  const Outcome o = run_cli("contract --in " + in.string() + " --out " + out.string() + " --consumers q,kv --samples 4");
+  const Outcome o = run_cli("contract --in " + in.string() + " --out " + out.string() + " --consumers q,kv --samples 4 --assume-chain");
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const SafetensorsFile f = read_safetensors(out.string());
   EXPECT_EQ(f.tensors.count("R"), 1u);
   EXPECT_EQ(f.tensors.at("D.q").shape[0] + f.tensors.at("D.kv").shape[0], 6);
   EXPECT_EQ(f.tensors.count("c.kv"), 1u);
+}
+
+// --- The module list (issue 20): what a state dict cannot show ---------------------------------
+
+namespace {
+
+/// A module list file of `modules` (JSON array text).
+std::string module_list(const std::string& name, const std::string& modules) {
+  const fs::path p = scratch() / (name + ".modules.json");
+  std::ofstream(p) << R"({"format": "normcheck-modules-v1", "modules": )" << modules << "}";
+  return p.string();
+}
+
+void expect_refused(const std::string& args, const std::string& says) {
+  const fs::path out = scratch() / "refused.safetensors";
+  fs::remove(out);
+  const Outcome o = run_cli("contract --in " + kFixture + " --out " + out.string() + " " + args);
+  EXPECT_EQ(o.exit_code, 2) << args << "\n" << o.out << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  EXPECT_NE(o.err.find(says), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(out)) << args;
+  EXPECT_FALSE(fs::exists(out.string() + ".certificate.json")) << args;
+}
+
+}  // namespace
+
+TEST(ContractGraph, AnOpBetweenTheModulesIsRefusedByName) {
+  // The issue's case: Linear -> GELU -> LayerNorm -> Linear (modules 0, 2, 3 in the state dict).
+  expect_refused("--graph " + module_list("gelu", R"([{"name": "0", "op": "Linear"}, {"name": "1", "op": "GELU"},
+      {"name": "2", "op": "LayerNorm"}, {"name": "3", "op": "Linear"}])"),
+                 "module '1' (GELU) lies between Linear '0' and LayerNorm '2'");
+  expect_refused("--graph " + module_list("dropout", R"([{"name": "0", "op": "Linear"}, {"name": "1", "op": "LayerNorm"},
+      {"name": "d", "op": "Dropout"}, {"name": "2", "op": "Linear"}])") + " --consumers 2",
+                 "module 'd' (Dropout) lies between LayerNorm '1' and consumer '2'");
+  expect_refused("--graph " + module_list("dropout_any", R"([{"name": "0", "op": "Linear"}, {"name": "1", "op": "LayerNorm"},
+      {"name": "d", "op": "Dropout"}, {"name": "2", "op": "Linear"}])"),
+                 "module 'd' (Dropout) lies between LayerNorm '1' and any Linear");
+  expect_refused("--graph " + module_list("hooked", R"([{"name": "0", "op": "Linear", "hooks": true}, {"name": "1", "op": "LayerNorm"},
+      {"name": "2", "op": "Linear"}])"),
+                 "module '0' (Linear) has hooks");
+  expect_refused("--graph " + module_list("two_axes", R"([{"name": "0", "op": "Linear"}, {"name": "1", "op": "LayerNorm", "normalized_dims": 2},
+      {"name": "2", "op": "Linear"}])"),
+                 "normalizes over 2 axes");
+  // No module list: the state dict is not trusted unless the user says so; not both.
+  expect_refused("", "give the model's module list with --graph FILE");
+  expect_refused("--assume-chain --graph " + kFixtureModules, "exclude each other");
+  // Malformed lists: one line naming the file and the problem.
+  expect_refused("--graph " + module_list("later", R"([{"name": "0", "op": "Linear", "inputs": ["1"]}, {"name": "1", "op": "LayerNorm"}])"),
+                 "reads '1', which is not an earlier module");
+  expect_refused("--graph " + module_list("twice", R"([{"name": "0", "op": "Linear"}, {"name": "0", "op": "LayerNorm"}])"), "listed twice");
+  const fs::path not_json = scratch() / "not_json.modules.json";
+  std::ofstream(not_json) << "{\"format\": ";
+  expect_refused("--graph " + not_json.string(), not_json.string());
+  expect_refused("--graph " + (scratch() / "absent.json").string(), "absent.json");
+  // The module list's eps is the LayerNorm's; a different --eps is a contradiction, not an override.
+  expect_refused("--graph " + kFixtureModules + " --eps 1e-6", "differs from LayerNorm '1''s eps");
+}
+
+TEST(ContractGraph, ModulesOtherConsumersStillNeedCountInTheStorageComparison) {
+  // A residual addition reads the LayerNorm's output: the LayerNorm stays, and so does its producer.
+  const std::string graph = module_list("residual", R"([{"name": "0", "op": "Linear"}, {"name": "1", "op": "LayerNorm"},
+      {"name": "2", "op": "Linear"}, {"name": "add", "op": "Add", "inputs": ["1", "2"]}])");
+  const fs::path out = scratch() / "residual_c.safetensors";
+  const Outcome o = run_cli("contract --in " + kFixture + " --graph " + graph + " --out " + out.string() + " --samples 4");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto cert = nlohmann::json::parse(slurp(out.string() + ".certificate.json"));
+  const auto& p = cert.at("parameters");
+  const int64_t d = 12, n = 48, m = 8, k = 13;
+  EXPECT_EQ(p.at("n_retained").get<int64_t>(), (n * d + n) + 2 * n);  // producer A, a; LayerNorm gamma, beta
+  EXPECT_EQ(p.at("n_new").get<int64_t>(), m * (d + 1) + k * (d + 1) + m + (n * d + n) + 2 * n);
+  EXPECT_FALSE(p.at("growth").get<bool>());
+  const auto& retained = cert.at("chain").at("retained");
+  ASSERT_EQ(retained.size(), 2u);
+  EXPECT_EQ(retained[0].at("name"), "0");
+  EXPECT_EQ(retained[0].at("needed_by"), "1");
+  EXPECT_EQ(retained[1].at("name"), "1");
+  EXPECT_EQ(retained[1].at("needed_by"), "add");
+  EXPECT_NE(o.out.find("of them in retained modules"), std::string::npos) << o.out;
+  // Only the producer is read elsewhere: it alone stays.
+  const std::string side = module_list("producer_read", R"([{"name": "0", "op": "Linear"}, {"name": "1", "op": "LayerNorm"},
+      {"name": "2", "op": "Linear"}, {"name": "skip", "op": "Add", "inputs": ["0", "2"]}])");
+  ASSERT_EQ(run_cli("contract --in " + kFixture + " --graph " + side + " --out " + out.string() + " --samples 4").exit_code, 0);
+  const auto cert2 = nlohmann::json::parse(slurp(out.string() + ".certificate.json"));
+  EXPECT_EQ(cert2.at("parameters").at("n_retained").get<int64_t>(), n * d + n);
+  // The plain chain keeps nothing, and records that it was checked; --assume-chain records that it was not.
+  ASSERT_EQ(run_cli("contract --in " + kFixture + " --graph " + kFixtureModules + " --out " + out.string() + " --samples 4").exit_code, 0);
+  const auto plain = nlohmann::json::parse(slurp(out.string() + ".certificate.json"));
+  EXPECT_EQ(plain.at("parameters").at("n_retained").get<int64_t>(), 0);
+  EXPECT_EQ(plain.at("chain").at("source"), "graph");
+  ASSERT_EQ(run_cli("contract --in " + kFixture + " --assume-chain --out " + out.string() + " --samples 4").exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(slurp(out.string() + ".certificate.json")).at("chain").at("source"), "assumed");
+}
+
+TEST(ContractGraph, AContractionThatGrowsIsRefusedUnlessAllowed) {
+  // The issue's wide block: d = 12, n = 8, m = 5 gives 165 -> 174 parameters.
+  const fs::path block = scratch() / "wide.safetensors", modules = scratch() / "wide.modules.json", out = scratch() / "wide_c.safetensors";
+  ASSERT_EQ(run_cli("example-block --d 12 --n 8 --m 5 --out " + block.string() + " --modules " + modules.string()).exit_code, 0);
+  fs::remove(out);
+  Outcome o = run_cli("contract --in " + block.string() + " --graph " + modules.string() + " --out " + out.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("165 -> 174 (5.5 % more); nothing written"), std::string::npos) << o.err;
+  EXPECT_FALSE(fs::exists(out));
+  o = run_cli("contract --in " + block.string() + " --graph " + modules.string() + " --out " + out.string() + " --allow-growth --samples 4");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.err.find("warning: the contraction has more parameters than the block: 165 -> 174"), std::string::npos) << o.err;
+  EXPECT_NE(o.out.find("165 -> 174 (5.5 % more)"), std::string::npos) << o.out;
+  EXPECT_TRUE(nlohmann::json::parse(slurp(out.string() + ".certificate.json")).at("parameters").at("growth").get<bool>());
+}
+
+TEST(ContractGraph, TheReadmeAndDocsContractCommandsRunAsPrinted) {
+  // Every `example-block` and `contract` command line of README.md and docs/qr-contraction.md, in
+  // order, from a folder where build/ is this build and properties/ the source's.
+  for (const std::string doc : {"README.md", "docs/qr-contraction.md"}) {
+    const fs::path root = scratch() / ("contract_doc_" + fs::path(doc).stem().string());
+    fs::remove_all(root);
+    fs::create_directories(root);
+    fs::create_symlink(fs::path(NORMCHECK_BINARY).parent_path(), root / "build");
+    fs::create_symlink(fs::path(NORMCHECK_SOURCE_DIR) / "properties", root / "properties");
+    std::ifstream f(std::string(NORMCHECK_SOURCE_DIR) + "/" + doc);
+    int ran = 0;
+    for (std::string line; std::getline(f, line);) {
+      if (line.rfind("    ./build/normcheck example-block", 0) != 0 && line.rfind("    ./build/normcheck contract", 0) != 0) continue;
+      if (const size_t hash = line.find("  #"); hash != std::string::npos) line = line.substr(0, hash);
+      const Outcome o = run_shell("cd " + root.string() + " && " + line.substr(4));
+      EXPECT_EQ(o.exit_code, 0) << doc << ": " << line << "\n" << o.out << o.err;
+      ++ran;
+    }
+    EXPECT_GE(ran, 2) << doc;
+  }
 }

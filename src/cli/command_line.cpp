@@ -107,10 +107,13 @@ void add_contract_options(CLI::App& c, ContractOptions& o) {
   c.add_option("--in", o.in, "safetensors file with the Linear -> LayerNorm -> Linear block")->required();
   c.add_option("--out", o.out, "safetensors file for R, D.<consumer>, c.<consumer>")->required();
   c.add_option("--dtype", o.dtype, "storage dtype of D, R, c: f16, bf16, f32, f64");
-  c.add_option("--eps", o.eps, "the LayerNorm's eps (not stored in state dicts; default 1e-5)");
-  c.add_option("--producer", o.producer, "module name of the first Linear (default 0)");
-  c.add_option("--norm", o.norm, "module name of the LayerNorm (default 1)");
-  c.add_option("--consumers", o.consumers, "module names of the downstream Linears sharing the norm (default 2)")
+  c.add_option("--graph", o.graph, "the model's module list (JSON, docs/qr-contraction.md): finds the chain and refuses an op between its modules");
+  c.add_flag("--assume-chain", o.assume_chain, "no module list: trust that nothing runs between producer, norm and consumers (recorded in the certificate)");
+  c.add_flag("--allow-growth", o.allow_growth, "write the contraction even when it has more parameters than the original");
+  c.add_option("--eps", o.eps, "the LayerNorm's eps (state dicts do not store it; default: the module list's, else 1e-5)");
+  c.add_option("--producer", o.producer, "module name of the first Linear (default: the LayerNorm's input, or 0 with --assume-chain)");
+  c.add_option("--norm", o.norm, "module name of the LayerNorm (default: the module list's only LayerNorm, or 1)");
+  c.add_option("--consumers", o.consumers, "module names of the downstream Linears sharing the norm (default: every Linear reading it, or 2)")
       ->delimiter(',');
   c.add_option("--certificate", o.certificate, "certificate path (default <out>.certificate.json)");
   c.add_option("--samples", o.samples, "random inputs of the certificate")->check(CLI::Range(1, 100000));
@@ -121,6 +124,7 @@ void add_example_block_options(CLI::App& c, ExampleBlockOptions& o) {
   c.add_option("--out", o.out, "safetensors file to write")->required();
   c.add_option("--dtype", o.dtype, "parameter dtype");
   c.add_option("--generator", o.generator, "contraction generator (random, no_bias, signed_gamma, no_affine, ...)");
+  c.add_option("--modules", o.modules, "also write the block's module list (JSON) for contract --graph");
   c.add_option("--d", o.d, "inputs")->check(CLI::Range(int64_t{1}, int64_t{4096}));
   c.add_option("--n", o.n, "LayerNorm features")->check(CLI::Range(int64_t{2}, int64_t{4096}));
   c.add_option("--m", o.m, "outputs")->check(CLI::Range(int64_t{1}, int64_t{4096}));

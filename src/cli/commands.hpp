@@ -57,15 +57,19 @@ struct BoundsOptions {
 
 struct ContractOptions {
   std::string in, out, dtype = "f32", certificate;
-  double eps = 1e-5;
-  std::string producer = "0", norm = "1";
-  std::vector<std::string> consumers = {"2"};
+  std::optional<double> eps;  ///< default: the module list's, else 1e-5
+  std::string producer, norm;  ///< default: from the module list, else 0 and 1
+  std::vector<std::string> consumers;  ///< default: from the module list, else 2
+  std::string graph;           ///< --graph: the module list (docs/qr-contraction.md)
+  bool assume_chain = false;   ///< --assume-chain: trust the state dict to be a plain chain
+  bool allow_growth = false;   ///< --allow-growth: write a contraction with more parameters
   int samples = 64;
   uint64_t seed = 1;
 };
 
 struct ExampleBlockOptions {
   std::string out, dtype = "f32", generator = "random";
+  std::string modules;  ///< also write the block's module list here
   int64_t d = 6, n = 10, m = 4;
   uint64_t seed = 1;
 };

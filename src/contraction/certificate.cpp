@@ -65,7 +65,7 @@ nlohmann::json contraction_certificate(const AffineLnAffine& blk, DType source, 
   const OutputJudgement of = judge_tensor("f", original.f, ref_orig.f, envelope.f, nullptr, source, 1.0);
   const OutputJudgement odx = judge_tensor("dx", original.dx, ref_orig.dx, envelope.dx, nullptr, source, 1.0);
   passed = !f.failed && !dx.failed && ref.certified && ref_orig.certified;
-  const ParameterCounts pc = parameter_counts(blk);
+  const ParameterCounts pc = parameter_counts(blk, o.retained);
   return {
       {"format", "normcheck-contraction-certificate-v1"},
       {"passed", passed},
@@ -75,8 +75,12 @@ nlohmann::json contraction_certificate(const AffineLnAffine& blk, DType source, 
        {{"n_old", pc.n_old},
         {"n_new", pc.n_new},
         {"n_new_separate_r", pc.n_new_separate_r},
+        {"n_retained", pc.n_retained},
         {"reduction", pc.reduction()},
-        {"formulas", "N_old = n d + n + 2 n + m n + m (present parameters only); N_new = m (d+1) + k (d+1) + m"}}},
+        {"growth", pc.n_new > pc.n_old},
+        {"formulas", "N_old = n d + n + 2 n + m n + m (present parameters only); N_new = m (d+1) + k (d+1) + m + the retained "
+                     "modules' parameters (producer n d + n, LayerNorm 2 n, when other consumers still read them)"}}},
+      {"chain", o.chain},
       {"storage",
        {{"dtype", std::string(dtype_info(k.storage).name)},
         {"accumulator", std::string(dtype_info(contraction_accum(k.storage)).name)},

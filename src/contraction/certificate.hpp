@@ -14,6 +14,9 @@ namespace normcheck {
 struct CertificateOptions {
   int random_inputs = 64;  ///< plus the fixed adversarial inputs
   uint64_t seed = 1;
+  /// How the chain was established ({"source": "graph" | "assumed", modules, retained ...}), recorded as is.
+  nlohmann::json chain = nlohmann::json::object();
+  RetainedParts retained;  ///< modules other consumers still need: counted in N_new
 };
 
 /// The inputs a certificate uses (rows x d): `random_inputs` rows of k/16, |k| <= 64, then the

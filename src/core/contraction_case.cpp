@@ -40,12 +40,13 @@ std::optional<std::string> validate_block(const AffineLnAffine& blk) {
   return std::nullopt;
 }
 
-ParameterCounts parameter_counts(const AffineLnAffine& blk) {
+ParameterCounts parameter_counts(const AffineLnAffine& blk, const RetainedParts& retained) {
   const int64_t d = blk.d, n = blk.n, m = blk.m, k = blk.k();
   const auto present = [](const std::vector<double>& v) { return static_cast<int64_t>(v.size()); };
   ParameterCounts c;
   c.n_old = n * d + present(blk.a) + present(blk.gamma) + present(blk.beta) + m * n + present(blk.b);
-  c.n_new = m * (d + 1) + k * (d + 1) + m;
+  c.n_retained = (retained.producer ? n * d + present(blk.a) : 0) + (retained.norm ? present(blk.gamma) + present(blk.beta) : 0);
+  c.n_new = m * (d + 1) + k * (d + 1) + m + c.n_retained;
   c.n_new_separate_r = c.n_new + (static_cast<int64_t>(blk.consumers().size()) - 1) * k * (d + 1);
   return c;
 }

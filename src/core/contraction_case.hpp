@@ -34,11 +34,18 @@ std::optional<std::string> validate_block(const AffineLnAffine& blk);
 /// Parameter counts (seed): N_old = n d + n + 2n + m n + m with every bias and affine parameter
 /// present (absent ones not counted), N_new = m (d + 1) + k (d + 1) + m with one shared R, and
 /// N_new with one R per consumer.
+/// Modules that stay beside the contraction because other consumers still read their outputs (seed:
+/// "any source modules needed by other consumers must be included in the net storage comparison")
+/// count in N_new.
+struct RetainedParts {
+  bool producer = false, norm = false;
+};
 struct ParameterCounts {
   int64_t n_old = 0, n_new = 0, n_new_separate_r = 0;
+  int64_t n_retained = 0;  ///< parameters of the retained producer and LayerNorm (included in n_new)
   double reduction() const { return 1.0 - static_cast<double>(n_new) / static_cast<double>(n_old); }
 };
-ParameterCounts parameter_counts(const AffineLnAffine& blk);
+ParameterCounts parameter_counts(const AffineLnAffine& blk, const RetainedParts& retained = {});
 
 /// One judged case: the block and its parameters and inputs, all exact in `dtype`.
 struct ContractionCase {
