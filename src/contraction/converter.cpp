@@ -60,16 +60,32 @@ std::vector<double> store(const Matrix& v, DType storage, const char* name, doub
   return out;
 }
 
+/// R by Householder QR of T: k x (d+1), every row kept.
+Matrix r_by_householder_qr(const Matrix& t, int64_t k) {
+  const Eigen::HouseholderQR<Matrix> qr(t);
+  return qr.matrixQR().topRows(k).triangularView<Eigen::Upper>();
+}
+
+/// R by Cholesky of fl(T^T T): (d+1) x (d+1).
+Matrix r_by_gram_cholesky(const Matrix& t) {
+  const Matrix gram = t.transpose() * t;
+  const Eigen::LLT<Matrix> llt(gram);
+  if (llt.info() != Eigen::Success)
+    throw ConversionError("the Gram matrix T^T T is not positive definite in float64 (rank-deficient or too ill-conditioned): the Gram form cannot convert this block");
+  return llt.matrixU();
+}
+
 }  // namespace
 
 double ContractedBlock::overflow_margin() const { return max_abs_coefficient / dtype_info(storage).max_finite; }
 
-ContractedBlock contract_block(const AffineLnAffine& blk, DType storage) {
+ContractedBlock contract_block(const AffineLnAffine& blk, DType storage, RFactor form) {
   if (auto err = validate_block(blk)) throw ConversionError(*err);
   const Matrix t = centered_producer_f64(blk);
-  const Eigen::HouseholderQR<Matrix> qr(t);
-  const int64_t k = blk.k();
-  const Matrix r = qr.matrixQR().topRows(k).triangularView<Eigen::Upper>();
+  if (form == RFactor::gram_cholesky && blk.n < blk.d + 1)
+    throw ConversionError("the Gram form needs n >= d + 1 (T^T T is singular otherwise)");
+  const int64_t k = form == RFactor::gram_cholesky ? blk.d + 1 : blk.k();
+  const Matrix r = form == RFactor::gram_cholesky ? r_by_gram_cholesky(t) : r_by_householder_qr(t, k);
   const Eigen::Map<const Matrix> w(blk.W.data(), blk.m, blk.n);
   Eigen::VectorXd g = Eigen::VectorXd::Ones(blk.n), beta = Eigen::VectorXd::Zero(blk.n), b = Eigen::VectorXd::Zero(blk.m);
   for (int64_t j = 0; j < blk.n; ++j) {

@@ -29,7 +29,17 @@ struct ContractedBlock {
   double overflow_margin() const;
 };
 
+/// How R (with R^T R = T^T T) is computed in float64.
+enum class RFactor {
+  householder_qr,  ///< the converter: Eigen's Householder QR of T (the seed's method)
+  /// The baseline the seed argues against: Cholesky of the Gram matrix T^T T formed in float64
+  /// (its cross terms cancel: the error of |R xbar|^2 is about u |T|^2 |xbar|^2 instead of
+  /// u |T| |xbar| |T xbar|). Needs T^T T positive definite in float64 (n >= d + 1, full rank,
+  /// condition number below about 1e8); else ConversionError. docs/qr-contraction.md, "QR vs Gram".
+  gram_cholesky,
+};
+
 /// Converts in float64 and stores in `storage`; throws ConversionError.
-ContractedBlock contract_block(const AffineLnAffine& blk, DType storage);
+ContractedBlock contract_block(const AffineLnAffine& blk, DType storage, RFactor form = RFactor::householder_qr);
 
 }  // namespace normcheck
