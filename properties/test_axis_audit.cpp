@@ -3,7 +3,12 @@
 // shapes with size-1 axes where different axis choices coincide.
 #include <gtest/gtest.h>
 
+#include "audit/audit_report.hpp"
 #include "audit/infer.hpp"
+#include "core/rng.hpp"
+#include "properties/cli_harness.hpp"
+
+#include <cstring>
 
 using namespace normcheck;
 using namespace normcheck::audit;
@@ -114,6 +119,73 @@ TEST(AxisInference, CatchesEveryPlantedWrongAxisKernelInEveryDtype) {
       EXPECT_FALSE(v.match) << kernel << " " << dtype_info(dt).name;
       EXPECT_NE(v.verdict.find(words), std::string::npos) << kernel << " " << dtype_info(dt).name << ": " << v.verdict;
     }
+}
+
+TEST(AxisInference, ChannelLayerNormRecipeEqualsIndexGroupingBitForBit) {
+  // The seed's procedure (channels moved last, last-axis layer norm of width C, moved back) and the
+  // grouped kernel's index grouping give the same groups and the same outputs, bit for bit, with
+  // learned gamma and beta, in every dtype and layout.
+  for (DType dt : every_dtype())
+    for (const TensorSpec& t : {TensorSpec{Layout::nchw, {2, 3, 4, 4}}, TensorSpec{Layout::nhwc, {2, 4, 4, 6}},
+                                TensorSpec{Layout::sequence, {2, 5, 8}}, TensorSpec{Layout::nchw, {1, 7, 1, 3}}}) {
+      const NormSpec n{NormKind::channel_layer_norm};
+      const int64_t params = affine_parameter_count(t, n), entries = account(t, n).elements;
+      Rng rng(11);
+      std::vector<double> x(static_cast<size_t>(entries)), gamma(static_cast<size_t>(params)), beta(gamma);
+      for (double& v : x) v = round_to_dtype(3 * rng.normal() + 1, dt);
+      for (double& v : gamma) v = round_to_dtype(1 + rng.normal(), dt);
+      for (double& v : beta) v = round_to_dtype(rng.normal(), dt);
+      const std::vector<double> grouped = make_affine_audit_kernel("declared", t, n, dt)(x, gamma, beta);
+      const std::vector<double> recipe = make_affine_audit_kernel("channel_layer_norm_recipe", t, n, dt)(x, gamma, beta);
+      ASSERT_EQ(grouped.size(), recipe.size());
+      for (size_t e = 0; e < grouped.size(); ++e)
+        ASSERT_EQ(std::memcmp(&grouped[e], &recipe[e], sizeof(double)), 0)
+            << dtype_info(dt).name << " " << layout_name(t.layout) << " entry " << e << std::hexfloat << " " << grouped[e] << " " << recipe[e];
+      const AuditRecord r = run_audit(t, n, "channel_layer_norm_recipe", dt, 5);
+      EXPECT_TRUE(r.matches()) << r.verdict->verdict << " / " << r.affine_verdict->verdict;
+      EXPECT_EQ(r.inferred->group_of, declared_groups(t, n));
+    }
+  EXPECT_THROW(make_affine_audit_kernel("channel_layer_norm_recipe", {Layout::nchw, {2, 3, 4, 4}}, {NormKind::batch_norm}, DType::f32),
+               std::invalid_argument);
+}
+
+TEST(AxisInference, AffineBroadcastIsInferredAndAWrongAxisIsNamed) {
+  // C = W = 4: a (C,) gamma broadcast against W runs without an error and with the right groups.
+  const TensorSpec img{Layout::nchw, {2, 4, 3, 4}};
+  for (DType dt : every_dtype()) {
+    for (const NormSpec& n : {NormSpec{NormKind::batch_norm}, NormSpec{NormKind::layer_norm, 3}, NormSpec{NormKind::instance_norm},
+                              NormSpec{NormKind::channel_layer_norm}}) {
+      const AuditRecord good = run_audit(img, n, "declared", dt, 9);
+      ASSERT_TRUE(good.affine_verdict);
+      EXPECT_TRUE(good.affine_verdict->match) << dtype_info(dt).name << " " << kind_name(n.kind) << ": " << good.affine_verdict->verdict;
+      EXPECT_EQ(good.affine->gamma_of, affine_index_of_entries(img, n));  // every entry's parameter, exactly
+      EXPECT_EQ(good.affine->beta_of, affine_index_of_entries(img, n));
+      const AuditRecord bad = run_audit(img, n, "affine_along_last_axis", dt, 9);
+      EXPECT_TRUE(bad.verdict->match);  // its groups are right ...
+      EXPECT_FALSE(bad.affine_verdict->match) << bad.affine_verdict->verdict;  // ... its parameters are not
+      EXPECT_TRUE(bad.as_expected());
+    }
+    const AuditRecord bad = run_audit(img, {NormKind::batch_norm}, "affine_along_last_axis", dt, 9);
+    EXPECT_NE(bad.affine_verdict->verdict.find("MISMATCH: gamma applied along W (4 values, shared over N, C, H), declared along C (4 values, shared over N, H, W)"),
+              std::string::npos) << bad.affine_verdict->verdict;
+    EXPECT_NE(bad.affine_verdict->verdict.find("beta applied along W"), std::string::npos) << bad.affine_verdict->verdict;
+  }
+  // RMSNorm has no beta: only gamma is probed.
+  const AuditRecord rms = run_audit({Layout::sequence, {2, 5, 8}}, {NormKind::rms_norm, 1}, "declared", DType::bf16, 2);
+  EXPECT_TRUE(rms.affine->beta_of.empty());
+  EXPECT_TRUE(rms.matches());
+  // The same axes in another order are named as such.
+  InferredAffine permuted;
+  permuted.gamma_of = affine_index_of_entries(img, {NormKind::batch_norm});
+  for (int64_t& c : permuted.gamma_of) c = (c + 1) % 4;
+  const AffineVerdict v = compare_affine(img, {NormKind::batch_norm}, permuted);
+  EXPECT_FALSE(v.match);
+  EXPECT_NE(v.verdict.find("as declared, but in another order"), std::string::npos) << v.verdict;
+  // The command line: exit 1 and the verdict line.
+  const Outcome o = run_cli("audit-axes --shape 2,4,3,4 --layout nchw --kind batch_norm --kernel affine_along_last_axis");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_NE(o.out.find("affine (7 probes): MISMATCH: gamma applied along W"), std::string::npos) << o.out;
+  EXPECT_EQ(run_cli("audit-axes --shape 2,4,3,4 --layout nchw --kind batch_norm --kernel declared").exit_code, 0);
 }
 
 TEST(AxisInference, InferenceModeBatchNormHasNoReduction) {
@@ -275,11 +347,63 @@ TEST(GroupedNorms, LayerNormOverTrailingAxesChannelLayerNormAndRmsNormCatchTheir
   EXPECT_GT(best, 0.02);
 }
 
-TEST(GroupedNorms, CostIsLinearInTheEntries) {
-  // The kernels touch every entry a constant number of times: no dense Jacobian. A 16x larger
-  // tensor must not take more than ~16x the probes of the audit's group inference either.
+TEST(GroupedNorms, KernelsReturnOneOutputPerEntryAndRefuseANegativeRunningVariance) {
+  // (Named CostIsLinearInTheEntries before issue 20; it never measured cost. The audit's cost growth
+  // is measured by `normcheck bench-audit`, docs/axis-audit.md "Cost".)
   GroupedNormCase small = gen::make_grouped_case(NormKind::group_norm, Layout::nchw, DType::f32, 3);
   EXPECT_EQ(run_grouped_kernel(small).values[0].size(), small.x.size());
   small.running_var[0] = -1;
   EXPECT_THROW(run_grouped_kernel(small), std::invalid_argument);
+}
+
+TEST(AxisAudit, TheDocsCommandsRunAsPrinted) {
+  // Every `./build/normcheck audit-axes` command of docs/axis-audit.md (continuation lines joined),
+  // from a folder where build/ is this build and scripts/ the source's: each runs to a verdict
+  // (exit 0, or 1 where the doc shows a MISMATCH), never a usage error.
+  const fs::path root = scratch() / "axis_audit_doc";
+  fs::remove_all(root);
+  fs::create_directories(root);
+  fs::create_symlink(fs::path(NORMCHECK_BINARY).parent_path(), root / "build");
+  fs::create_symlink(fs::path(NORMCHECK_SOURCE_DIR) / "scripts", root / "scripts");
+  std::ifstream f(std::string(NORMCHECK_SOURCE_DIR) + "/docs/axis-audit.md");
+  int ran = 0;
+  for (std::string line, command; std::getline(f, line);) {
+    if (command.empty() && line.rfind("    ./build/normcheck audit-axes", 0) != 0) continue;
+    command += line.substr(line.find_first_not_of(' '));
+    if (!command.empty() && command.back() == '\\') {
+      command.pop_back();
+      continue;
+    }
+    std::string comment;
+    if (const size_t hash = command.find("   #"); hash != std::string::npos) comment = command.substr(hash), command = command.substr(0, hash);
+    const Outcome o = run_shell("cd " + root.string() + " && " + command);
+    const bool mismatch_shown = comment.find("MISMATCH") != std::string::npos || command.find("affine_along_last_axis") != std::string::npos ||
+                                command.find("--kernel last_axis") != std::string::npos || command.find("wrong_groups") != std::string::npos ||
+                                command.find("--over W") != std::string::npos;  // the planted kernels and the planted exec example
+    EXPECT_EQ(o.exit_code, mismatch_shown ? 1 : 0) << command << "\n" << o.out << o.err;
+    ++ran;
+    command.clear();
+  }
+  EXPECT_GE(ran, 5);
+}
+
+TEST(AxisAudit, BenchAuditReportsProbesTimesAndSlopes) {
+  // The benchmark runs and its counts are the inference's: a constant probe count where the groups
+  // do not grow (batch norm: 4 x 8 channels + 1), one pair more per group where they do (channel
+  // layer norm: 4 x N H W + 1), 3 + 2 log2 P probes for the affine parameters.
+  const fs::path out = scratch() / "bench_audit.json";
+  const Outcome o = run_cli("bench-audit --max-side 8 --repeats 1 --json " + out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("slope of seconds against entries"), std::string::npos) << o.out;
+  const auto j = nlohmann::json::parse(slurp(out));
+  ASSERT_EQ(j.at("rows").size(), 5u * 3u);  // five kinds x sides 2, 4, 8
+  for (const auto& row : j.at("rows")) {
+    const std::string kind = row.at("kind");
+    const int64_t groups = row.at("groups"), entries = row.at("entries");
+    EXPECT_EQ(row.at("group_probes").get<int64_t>(), 1 + 4 * groups) << kind << " " << entries;
+    if (kind == "batch_norm") EXPECT_EQ(row.at("affine_probes").get<int64_t>(), 3 + 2 * 3) << entries;  // P = 8 channels: base, then all + 3 bits for gamma and for beta
+    EXPECT_GT(row.at("group_inference_s").get<double>(), 0);
+  }
+  EXPECT_EQ(run_cli("bench-audit --dtype f8").exit_code, 2);
+  EXPECT_EQ(run_cli("bench-audit --max-side 128").exit_code, 2);
 }

@@ -26,8 +26,9 @@ nlohmann::json accounting_json(const TensorSpec& t, const NormSpec& n, const Acc
 bool AuditRecord::as_expected() const {
   if (!failure.empty()) return false;
   if (!verdict) return true;
-  if (!planted) return verdict->match;
-  return !verdict->match || !verdict->coincidences.empty();  // a planted kernel may coincide only on degenerate shapes
+  if (!planted) return matches();
+  const bool groups_caught = !verdict->match || !verdict->coincidences.empty();  // groups may coincide only on degenerate shapes
+  return groups_caught || (affine_verdict && !affine_verdict->match);
 }
 
 AuditRecord run_audit_with(const TensorSpec& t, const NormSpec& declared, const AuditKernel& kernel, const std::string& name,
@@ -49,6 +50,11 @@ AuditRecord run_audit(const TensorSpec& t, const NormSpec& declared, const std::
   AuditRecord r = run_audit_with(t, declared, k, kernel, dtype, seed);
   for (const AuditKernelInfo& info : audit_kernels())
     if (info.name == kernel) r.planted = info.planted;
+  if (!kernel.empty() && declared.affine) {
+    r.affine = infer_affine(make_affine_audit_kernel(kernel, t, declared, dtype), t, affine_parameter_count(t, declared),
+                            declared.kind != NormKind::rms_norm, dtype, seed);
+    r.affine_verdict = compare_affine(t, declared, *r.affine);
+  }
   return r;
 }
 
@@ -73,7 +79,16 @@ nlohmann::json audit_record_json(const AuditRecord& r) {
                    {"verdict", r.verdict->verdict},
                    {"coincides_with", r.verdict->coincidences},
                    {"size_one_axes", r.verdict->size_one_axes},
+                   {"affine", nullptr},
                    {"as_expected", r.as_expected()}};
+  if (r.affine && r.affine_verdict)
+    j["kernel"]["affine"] = {{"declared", r.affine_verdict->declared_words},
+                             {"gamma", r.affine_verdict->gamma_words},
+                             {"beta", r.affine->beta_of.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.affine_verdict->beta_words)},
+                             {"match", r.affine_verdict->match},
+                             {"verdict", r.affine_verdict->verdict},
+                             {"probes", r.affine->probes},
+                             {"notes", r.affine->notes}};
   return j;
 }
 

@@ -24,9 +24,15 @@ struct AuditRecord {
   DType dtype = DType::f32;
   std::optional<InferredGroups> inferred;
   std::optional<AuditVerdict> verdict;
+  /// Along which axes gamma and beta are applied (built-in kernels with learned parameters declared).
+  std::optional<InferredAffine> affine;
+  std::optional<AffineVerdict> affine_verdict;
   std::string failure;  ///< an external kernel's call failed while probing: no verdict, not as expected
-  /// A planted kernel must mismatch (unless the shape makes it coincide), a correct one match.
+  /// A planted kernel must mismatch (its groups, unless the shape makes them coincide, or its
+  /// affine axes), a correct one match (groups and affine axes).
   bool as_expected() const;
+  /// Groups and (where probed) affine axes as declared.
+  bool matches() const { return verdict && verdict->match && (!affine_verdict || affine_verdict->match); }
 };
 
 AuditRecord run_audit(const TensorSpec& t, const NormSpec& declared, const std::string& kernel, DType dtype, uint64_t seed);

@@ -210,4 +210,147 @@ AuditVerdict compare_groups(const TensorSpec& t, const NormSpec& declared, const
   return v;
 }
 
+namespace {
+
+/// Random inputs exact in the dtype, as the group inference draws them.
+std::vector<double> probe_inputs(const TensorSpec& t, DType dtype, uint64_t seed) {
+  int64_t elements = 1;
+  for (int64_t s : t.shape)
+    if (s < 1 || __builtin_mul_overflow(elements, s, &elements)) elements = INT64_MAX;
+  if (elements > 65536) throw std::invalid_argument(fmt::format("axis inference probes at most 65536 entries, the tensor has {}", elements));
+  Rng rng(seed);
+  std::vector<double> x(static_cast<size_t>(elements));
+  for (double& v : x) v = round_to_dtype(rng.normal(), dtype);
+  return x;
+}
+
+/// Outcome of one probe at one entry: the parameter's effect was seen (1), not seen (0), or neither (-1).
+using Classify = int (*)(double base, double probed, double shift);
+int shifted(double base, double probed, double shift) {
+  const double d = probed - base;
+  if (std::fabs(d - shift) < shift / 4) return 1;
+  return std::fabs(d) < shift / 4 ? 0 : -1;
+}
+int doubled(double base, double probed, double) {
+  if (base == 0 || !std::isfinite(base)) return -1;  // gamma times 0: not observable
+  if (probed == 2 * base) return 1;
+  return probed == base ? 0 : -1;
+}
+
+/// The per-entry parameter index of one parameter (gamma or beta): `probe(mask)` evaluates the
+/// kernel with the parameters in `mask` changed.
+template <class Probe>
+std::vector<int64_t> infer_parameter_map(const std::vector<double>& base, int64_t params, double shift, Classify classify, Probe probe,
+                                         const char* what, std::vector<std::string>& notes) {
+  std::vector<int64_t> of(base.size(), 0);
+  const std::vector<double> all = probe([](int64_t) { return true; });
+  for (size_t e = 0; e < base.size(); ++e) {
+    const int c = classify(base[e], all[e], shift);
+    of[e] = c == 1 ? 0 : c == 0 ? kNotApplied : kUndetermined;
+  }
+  for (int bit = 0; (int64_t{1} << bit) < params; ++bit) {
+    const std::vector<double> y = probe([bit](int64_t p) { return (p >> bit) & 1; });
+    for (size_t e = 0; e < base.size(); ++e) {
+      if (of[e] < 0) continue;
+      const int c = classify(base[e], y[e], shift);
+      if (c < 0) of[e] = kUndetermined;
+      else of[e] |= int64_t{c} << bit;
+    }
+  }
+  int64_t undetermined = 0, out_of_range = 0;
+  for (int64_t& v : of) {
+    if (v >= params) ++out_of_range, v = kUndetermined;
+    undetermined += v == kUndetermined;
+  }
+  if (undetermined > 0)
+    notes.push_back(fmt::format("{} of {} entries: {} could not be told (its effect is neither a clean shift nor a clean scaling there)",
+                                undetermined, base.size(), what));
+  if (out_of_range > 0) notes.push_back(fmt::format("{} entries answered with a {} index beyond the {} parameters", out_of_range, what, params));
+  return of;
+}
+
+/// "along C (3 values, shared over N, H, W)", "not applied", "one value for every entry".
+std::string affine_words(const std::vector<int64_t>& of, const TensorSpec& t) {
+  std::vector<int64_t> applied;
+  bool any = false;
+  for (int64_t v : of) any = any || v >= 0;
+  if (!any) return "not applied";
+  for (int64_t v : of) applied.push_back(v >= 0 ? v : -1 - static_cast<int64_t>(applied.size()));  // unseen entries alone
+  const AxisUse u = axis_use(canonical(applied), t);
+  std::vector<std::string> along = u.kept;
+  for (size_t p = 0; p < u.partial.size(); ++p) along.push_back("part of " + u.partial[p]);
+  std::set<int64_t> values;
+  for (int64_t v : of)
+    if (v >= 0) values.insert(v);
+  if (along.empty()) return "one value for every entry";
+  return fmt::format("along {} ({} values{})", fmt::join(along, ", "), values.size(),
+                     u.reduced.empty() ? std::string() : fmt::format(", shared over {}", fmt::join(u.reduced, ", ")));
+}
+
+/// Whether an inferred map equals the declared one where it was determined.
+bool same_map(const std::vector<int64_t>& inferred, const std::vector<int64_t>& declared) {
+  for (size_t e = 0; e < declared.size(); ++e)
+    if (inferred[e] != kUndetermined && inferred[e] != declared[e]) return false;
+  return true;
+}
+
+}  // namespace
+
+InferredAffine infer_affine(const AffineAuditKernel& kernel, const TensorSpec& t, int64_t params, bool with_beta, DType dtype,
+                            uint64_t seed) {
+  const std::vector<double> x = probe_inputs(t, dtype, seed);
+  const std::vector<double> ones(static_cast<size_t>(params), 1.0), zeros(static_cast<size_t>(params), 0.0);
+  InferredAffine r;
+  const auto call = [&](const std::vector<double>& gamma, const std::vector<double>& beta) {
+    ++r.probes;
+    std::vector<double> y = kernel(x, gamma, beta);
+    if (y.size() != x.size()) throw std::runtime_error("kernel returned a different number of outputs");
+    return y;
+  };
+  const std::vector<double> base = call(ones, zeros);
+  double largest = 0;
+  for (double v : base)
+    if (std::isfinite(v)) largest = std::max(largest, std::fabs(v));
+  const double shift = std::exp2(std::ceil(std::log2(8 * (1 + largest))));  // a power of two: exact in every dtype
+  const auto with_mask = [&](double value, double otherwise, auto mask) {
+    std::vector<double> p(static_cast<size_t>(params));
+    for (int64_t i = 0; i < params; ++i) p[static_cast<size_t>(i)] = mask(i) ? value : otherwise;
+    return p;
+  };
+  r.gamma_of = infer_parameter_map(base, params, 2, doubled, [&](auto mask) { return call(with_mask(2, 1, mask), zeros); }, "gamma", r.notes);
+  if (with_beta)
+    r.beta_of = infer_parameter_map(base, params, shift, shifted, [&](auto mask) { return call(ones, with_mask(shift, 0, mask)); }, "beta", r.notes);
+  return r;
+}
+
+AffineVerdict compare_affine(const TensorSpec& t, const NormSpec& declared, const InferredAffine& inferred) {
+  AffineVerdict v;
+  const std::vector<int64_t> want = affine_index_of_entries(t, declared);
+  v.declared_words = affine_words(want, t);
+  v.gamma_words = affine_words(inferred.gamma_of, t);
+  const bool gamma_ok = same_map(inferred.gamma_of, want);
+  const bool beta_ok = inferred.beta_of.empty() || same_map(inferred.beta_of, want);
+  if (!inferred.beta_of.empty()) v.beta_words = affine_words(inferred.beta_of, t);
+  v.match = gamma_ok && beta_ok;
+  const auto wrong = [&](const char* name, const std::string& words, const std::vector<int64_t>& of) {
+    if (words == v.declared_words) {  // the same axes: the parameters land in another order
+      for (size_t e = 0; e < want.size(); ++e)
+        if (of[e] != kUndetermined && of[e] != want[e])
+          return fmt::format("{} applied {} as declared, but in another order (entry {} uses {}[{}], declared {}[{}])", name, words, e, name,
+                             of[e], name, want[e]);
+    }
+    return fmt::format("{} applied {}, declared {}", name, words, v.declared_words);
+  };
+  if (v.match) {
+    v.verdict = fmt::format("match: gamma{} applied {}", inferred.beta_of.empty() ? "" : " and beta", v.declared_words);
+  } else {
+    std::vector<std::string> parts;
+    if (!gamma_ok) parts.push_back(wrong("gamma", v.gamma_words, inferred.gamma_of));
+    if (!beta_ok) parts.push_back(wrong("beta", v.beta_words, inferred.beta_of));
+    v.verdict = fmt::format("MISMATCH: {}", fmt::join(parts, "; "));
+  }
+  if (!inferred.notes.empty()) v.verdict += fmt::format(" ({})", fmt::join(inferred.notes, "; "));
+  return v;
+}
+
 }  // namespace normcheck::audit

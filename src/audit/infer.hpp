@@ -47,4 +47,29 @@ struct AuditVerdict {
 /// Compares the declared groups with the inferred ones.
 AuditVerdict compare_groups(const TensorSpec& t, const NormSpec& declared, const InferredGroups& inferred);
 
+/// Per-entry parameter index of an inferred affine map: >= 0 the index, kNotApplied when no
+/// parameter touches the entry, kUndetermined when the probes cannot tell (gamma where the
+/// normalized value is 0, or an output that is neither scaled nor shifted as an affine map would).
+inline constexpr int64_t kNotApplied = -1, kUndetermined = -2;
+
+/// Black-box inference of which gamma and which beta each entry's output uses: beta by shifting
+/// the parameters whose index has bit k set by a power of two B well above the outputs (one probe
+/// per bit, plus all of them), gamma by doubling them (y doubles exactly where gamma applies).
+/// 3 + 2 ceil(log2 P) probes: the base call, then for gamma and for beta one with all and one per bit (2 + ceil(log2 P) without beta).
+struct InferredAffine {
+  std::vector<int64_t> gamma_of, beta_of;  ///< per entry (beta_of empty when not probed)
+  int64_t probes = 0;
+  std::vector<std::string> notes;
+};
+InferredAffine infer_affine(const AffineAuditKernel& kernel, const TensorSpec& t, int64_t params, bool with_beta, DType dtype,
+                            uint64_t seed);
+
+struct AffineVerdict {
+  bool match = false;
+  std::string declared_words, gamma_words, beta_words;  ///< e.g. "along C (3 values, shared over N, H, W)"
+  std::string verdict;  ///< one line: "match: ..." or "MISMATCH: gamma applied along W, declared along C"
+};
+/// Compares the inferred affine maps with the declared affine index (affine_index_of_entries).
+AffineVerdict compare_affine(const TensorSpec& t, const NormSpec& declared, const InferredAffine& inferred);
+
 }  // namespace normcheck::audit

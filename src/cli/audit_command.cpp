@@ -51,6 +51,8 @@ void print_record(const audit::AuditRecord& r) {
   std::printf("kernel %s (%s, %lld probes): %s\n", r.kernel.c_str(), dtype_info(r.dtype).name.data(),
               static_cast<long long>(r.inferred->probes), r.verdict->inferred_words.c_str());
   std::printf("verdict: %s\n", r.verdict->verdict.c_str());
+  if (r.affine_verdict)
+    std::printf("affine (%lld probes): %s\n", static_cast<long long>(r.affine->probes), r.affine_verdict->verdict.c_str());
   if (!r.verdict->coincidences.empty())
     std::printf("on this shape the kernel's groups are also those of: %s\n",
                 fmt::format("{}", fmt::join(r.verdict->coincidences, "; ")).c_str());
@@ -96,7 +98,7 @@ int audit_axes_command(const AuditOptions& o) {
     write_json_atomically(o.out, {{"format", "normcheck-axis-audit-v1"}, {"record", audit::audit_record_json(r)}});
     std::printf("written: %s\n", o.out.c_str());
   }
-  return !r.verdict || r.verdict->match ? kExitOk : kExitCheckFailed;
+  return !r.verdict || r.matches() ? kExitOk : kExitCheckFailed;
 }
 
 }  // namespace normcheck::cli

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_timing.hpp"
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "core/suggest.hpp"
@@ -26,8 +27,6 @@
 
 namespace normcheck::cli {
 namespace {
-
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 /// The float64 kernel of the op (forward and backward), the cost every oracle path is divided by.
 void float64_kernel(bool rms, const LayerNormCase& c, std::vector<double>& y, std::vector<double>& dx, std::vector<double>& dg,
@@ -60,21 +59,6 @@ std::vector<Path> paths(bool rms) {
           {"dd ball (106-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_dd_ball(c, true); }},
           {"mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_layernorm_mpfi50(c, true); }},
           {"cascade", [](const LayerNormCase& c) { return certified_layernorm(c, true); }}};
-}
-
-/// Least-squares slope of log(ns per element) against log(n): 0 for a cost linear in n.
-double log_log_slope(const std::vector<std::pair<double, double>>& n_and_ns) {
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  const double k = static_cast<double>(n_and_ns.size());
-  for (const auto& [n, ns] : n_and_ns) {
-    const double x = std::log(n), y = std::log(ns);
-    sx += x;
-    sy += y;
-    sxx += x * x;
-    sxy += x * y;
-  }
-  const double den = k * sxx - sx * sx;
-  return den > 0 ? (k * sxy - sx * sy) / den : 0.0;
 }
 
 }  // namespace
@@ -132,10 +116,7 @@ int bench_oracle_command(const BenchOracleOptions& o) {
               times[p].push_back((now_s() - start) * 1e9 / static_cast<double>(std::max<int64_t>(1, elements)));
             }
           std::vector<double> medians;
-          for (auto& t : times) {
-            std::sort(t.begin(), t.end());
-            medians.push_back(t[t.size() / 2]);
-          }
+          for (const auto& t : times) medians.push_back(median_of(t));
           const char* op = rms ? "rmsnorm" : "layernorm";
           const std::string dtype(dtype_info(dt).name);
           for (size_t p = 0; p < ps.size(); ++p) {

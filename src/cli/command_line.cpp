@@ -141,8 +141,9 @@ void add_audit_options(CLI::App& c, AuditOptions& o) {
   c.add_flag("--no-affine", o.no_affine, "no learned gamma/beta");
   c.add_flag("--no-running-stats", o.no_running_stats, "batch norm without running statistics");
   c.add_option("--kernel", o.kernel,
-               "probe a kernel: declared, batch_norm_eval, or a planted one: last_axis_layer_norm, layout_swapped, "
-               "batch_norm_per_sample, group_norm_wrong_groups, mean_over_all_axes");
+               "probe a kernel (its groups and, with learned parameters, along which axes gamma and beta apply): declared, "
+               "batch_norm_eval, channel_layer_norm_recipe, or a planted one: last_axis_layer_norm, layout_swapped, "
+               "batch_norm_per_sample, group_norm_wrong_groups, mean_over_all_axes, affine_along_last_axis");
   c.add_option("--exec", o.exec, "probe an external kernel: a command implementing the exec protocol's op normalize ({dir})");
   c.add_option("--serve", o.serve, "probe an external kernel through serve mode (op normalize; docs/plugins.md)");
   c.add_option("--exec-timeout", o.exec_timeout, "seconds per exec or serve call (default 10)");
@@ -218,6 +219,12 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.bench_oracle->add_option("--cases", cl.bench_oracle_opts.cases, "cases per (op, dtype, n) (default 2)")->check(CLI::Range(1, 1000));
   cl.bench_oracle->add_option("--repeats", cl.bench_oracle_opts.repeats, "interleaved repeats, median reported (default 3)")->check(CLI::Range(1, 100));
   cl.bench_oracle->add_option("--json", cl.bench_oracle_opts.json, "also write the table as JSON");
+  cl.bench_audit = cl.app.add_subcommand("bench-audit", "the axis audit's cost against the tensor size, beside one kernel call");
+  cl.bench_audit->add_option("--dtype", cl.bench_audit_opts.dtype, "storage dtype of the probed kernels (default f32)");
+  cl.bench_audit->add_option("--max-side", cl.bench_audit_opts.max_side, "largest H = W of the (2, 8, H, W) tensors (default 32)")
+      ->check(CLI::Range(int64_t{2}, int64_t{64}));
+  cl.bench_audit->add_option("--repeats", cl.bench_audit_opts.repeats, "repeats, median reported (default 3)")->check(CLI::Range(1, 100));
+  cl.bench_audit->add_option("--json", cl.bench_audit_opts.json, "also write the table as JSON");
   cl.bias = cl.app.add_subcommand("bias", "calibrate the directed-rounding statistic: sound kernels vs planted ones");
   cl.bias->add_option("--dtypes", cl.bias_opts.dtypes, "f32 and/or f64")->delimiter(',');
   cl.bias->add_option("--cases", cl.bias_opts.cases, "cases per dtype")->check(CLI::Range(int64_t{1}, int64_t{100000000}));

@@ -26,6 +26,7 @@ struct CommandLine {
   RenderOptions render_opts;
   BenchOptions bench_opts;
   BenchOracleOptions bench_oracle_opts;
+  BenchAuditOptions bench_audit_opts;
   BoundsOptions bounds_opts;
   BiasOptions bias_opts;
   BudgetOptions budget_opts;
@@ -34,7 +35,7 @@ struct CommandLine {
   HistoryOptions history_opts;
   bool quiet = false, verbose = false;  ///< --quiet / --verbose, accepted by every subcommand (docs/terminal.md)
   CLI::App *run = nullptr, *replay = nullptr, *list = nullptr, *search = nullptr, *contract = nullptr, *example = nullptr,
-           *audit = nullptr, *diff = nullptr, *suites = nullptr, *merge = nullptr, *render = nullptr, *bench = nullptr, *bench_oracle = nullptr,
+           *audit = nullptr, *diff = nullptr, *suites = nullptr, *merge = nullptr, *render = nullptr, *bench = nullptr, *bench_oracle = nullptr, *bench_audit = nullptr,
            *bias = nullptr, *bounds = nullptr, *budget = nullptr, *version = nullptr, *completion = nullptr, *manpage = nullptr,
            *history = nullptr, *history_add = nullptr, *history_show = nullptr;
   std::string completion_shell;

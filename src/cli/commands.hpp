@@ -143,6 +143,13 @@ struct BenchOracleOptions {
 };
 int bench_oracle_command(const BenchOracleOptions& o);
 
+struct BenchAuditOptions {
+  std::string dtype = "f32", json;
+  int repeats = 3;
+  int64_t max_side = 32;  ///< NCHW tensors (2, 8, s, s) for s = 2, 4, ... max_side
+};
+int bench_audit_command(const BenchAuditOptions& o);
+
 int run_command(const RunOptions& o, const std::string& command_line);
 int render_command(const RenderOptions& o);
 int merge_command(const MergeOptions& o, const std::string& command_line);

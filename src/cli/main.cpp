@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
     if (*cl.bias) return normcheck::cli::bias_command(cl.bias_opts);
     if (*cl.bench) return normcheck::cli::bench_external_command(cl.bench_opts);
     if (*cl.bench_oracle) return normcheck::cli::bench_oracle_command(cl.bench_oracle_opts);
+    if (*cl.bench_audit) return normcheck::cli::bench_audit_command(cl.bench_audit_opts);
     if (*cl.contract) return normcheck::cli::contract_command(cl.contract_opts);
     if (*cl.example) return normcheck::cli::example_block_command(cl.example_opts);
     if (*cl.audit) return normcheck::cli::audit_axes_command(cl.audit_opts);
