@@ -15,6 +15,7 @@
 #include "core/rng.hpp"
 #include "oracles/certified_port_hamiltonian.hpp"
 #include "suite/budget_case.hpp"
+#include "suite/growth_table.hpp"
 
 using namespace normcheck;
 
@@ -176,7 +177,35 @@ TEST(PhCli, SmallGrowthTableWritesReport) {
   const auto j = nlohmann::json::parse(slurp(out));
   const auto& s = j["port_hamiltonian"];
   EXPECT_TRUE(s["passed"].get<bool>());
-  EXPECT_EQ(s["growth"]["rows"].size(), 8u);
+  EXPECT_EQ(s["growth"]["rows"].size(), 10u);  // five streams x two dtypes
   EXPECT_EQ(s["cases_done"].get<int64_t>(), s["cases_planned"].get<int64_t>());
   for (const auto& rec : s["records"]) EXPECT_EQ(rec["op"], "port_hamiltonian");
+}
+
+TEST(Growth, TheRescaledPlainStreamIsThePlainOneAndOutlivesItsOverflow) {
+  // Rescaling by a power of two after every step is exact and the branch is positively homogeneous:
+  // in f32 and f64 the rescaled stream's growth equals the plain stream's bit for bit while the
+  // plain one is finite, and it stays finite (within 1 % of the reference) where the plain one
+  // overflows (f32 at depth 255, f16 at 30).
+  GrowthConfig cfg;
+  cfg.depths = {24, 120, 240, 300};
+  for (DType dt : {DType::f32, DType::f64, DType::f16}) {
+    BudgetCaseResult ph;
+    const std::vector<GrowthRow> rows = run_growth(cfg, dt, ph);
+    const auto row = [&](const char* arch) {
+      for (const GrowthRow& r : rows)
+        if (r.arch == arch) return r;
+      ADD_FAILURE() << arch;
+      return GrowthRow{};
+    };
+    const GrowthRow plain = row("plain_residual"), rescaled = row("plain_residual_rescaled");
+    EXPECT_EQ(rescaled.overflow_depth, -1) << dtype_info(dt).name;
+    for (size_t d = 0; d < cfg.depths.size(); ++d) {
+      EXPECT_EQ(rescaled.oracle_ratio[d], plain.oracle_ratio[d]);  // the same exact stream
+      EXPECT_NEAR(rescaled.kernel_ratio[d] / rescaled.oracle_ratio[d], 1.0, 0.01) << dtype_info(dt).name << " depth " << cfg.depths[d];
+      const bool plain_finite = plain.overflow_depth < 0 || cfg.depths[d] < plain.overflow_depth;
+      if (dt != DType::f16 && plain_finite) EXPECT_EQ(rescaled.kernel_ratio[d], plain.kernel_ratio[d]) << dtype_info(dt).name << " " << cfg.depths[d];
+      if (!plain_finite) EXPECT_FALSE(std::isfinite(plain.kernel_ratio[d]));
+    }
+  }
 }

@@ -46,7 +46,7 @@ void print_tables(const nlohmann::json& s) {
   const nlohmann::json& g = s["growth"];
   std::printf("growth ||x_L|| / ||x_0|| at width %lld (kernel / oracle):\n", static_cast<long long>(g["width"].get<int64_t>()));
   for (const auto& row : g["rows"]) {
-    std::printf("  %-17s %-4s", row["arch"].get<std::string>().c_str(), row["storage"].get<std::string>().c_str());
+    std::printf("  %-23s %-4s", row["arch"].get<std::string>().c_str(), row["storage"].get<std::string>().c_str());
     for (size_t i = 0; i < row["kernel_ratio"].size(); ++i)
       std::printf("  L=%lld %s/%s", static_cast<long long>(g["depths"][i].get<int64_t>()), cell(row["kernel_ratio"][i]).c_str(),
                   cell(row["oracle_ratio"][i]).c_str());

@@ -11,7 +11,8 @@
 namespace normcheck {
 namespace {
 
-constexpr const char* kArchs[] = {"plain_residual", "ln_in_branch", "ln_on_trunk"};
+constexpr const char* kArchs[] = {"plain_residual", "ln_in_branch", "ln_on_trunk", "plain_residual_rescaled"};
+constexpr int kPlain = 0, kLnBranch = 1, kRescaled = 3;
 
 double norm_of(const std::vector<double>& v) {
   double s = 0;
@@ -26,16 +27,26 @@ std::vector<double> residual_kernel_norms(int kind, const GrowthConfig& cfg, DTy
   std::vector<S> x = to_storage<S>(x0);
   std::vector<double> norms{norm_of(x0)};
   overflow = -1;
+  int scale_log2 = 0;  // the rescaled stream: ||x_t|| = ||stored x|| 2^scale_log2
   for (int64_t t = 0; t < depth; ++t) {
     const ResidualStep p = residual_step_params(dt, cfg.width, cfg.gain, seed, t);
     const std::vector<S> W1 = to_storage<S>(p.W1), W2 = to_storage<S>(p.W2);
-    if (kind == 0) x = kernels::plain_residual_step<S>(W1.data(), W2.data(), x);
-    else if (kind == 1) x = kernels::ln_branch_step<S>(W1.data(), W2.data(), x, cfg.eps);
+    if (kind == kPlain || kind == kRescaled) x = kernels::plain_residual_step<S>(W1.data(), W2.data(), x);
+    else if (kind == kLnBranch) x = kernels::ln_branch_step<S>(W1.data(), W2.data(), x, cfg.eps);
     else x = kernels::ln_trunk_step<S>(W1.data(), W2.data(), x, cfg.eps);
-    const std::vector<double> xd = to_double(x);
+    std::vector<double> xd = to_double(x);
     const bool finite = std::all_of(xd.begin(), xd.end(), [](double e) { return std::isfinite(e); });
     if (!finite && overflow < 0) overflow = t + 1;
-    norms.push_back(finite ? norm_of(xd) : HUGE_VAL);
+    if (kind == kRescaled && finite && norm_of(xd) > 0) {
+      // The seed's rescaling, by a power of two: exact, and the branch is positively homogeneous
+      // (relu, matrix products), so every later step is the unscaled one times 2^-k bit for bit
+      // until the unscaled stream would leave the dtype's range.
+      const int k = std::ilogb(norm_of(xd));
+      for (double& e : xd) e = std::ldexp(e, -k);
+      x = to_storage<S>(xd);
+      scale_log2 += k;
+    }
+    norms.push_back(finite ? std::ldexp(norm_of(to_double(x)), scale_log2) : HUGE_VAL);
   }
   return norms;
 }
@@ -70,10 +81,13 @@ std::vector<GrowthRow> run_growth(const GrowthConfig& cfg, DType dt, BudgetCaseR
   const uint64_t seed = derive_seed(cfg.seed, 0x6707);
   const PhCase c = make_ph_case(dt, cfg.width, depth, cfg.h, seed);
   std::vector<GrowthRow> rows;
-  for (int kind = 0; kind < 3; ++kind) {
+  std::vector<double> plain_oracle;
+  for (int kind = 0; kind < 4; ++kind) {
     int64_t overflow = -1;
     const std::vector<double> kn = residual_kernel_norms_of(kind, cfg, dt, c.x0, depth, seed, overflow);
-    const std::vector<double> on = oracle::residual_stream_norms_mpfr(kind, dt, c.x0, cfg.gain, seed, depth, cfg.eps);
+    // The rescaled stream's exact norms are the plain stream's (rescaling does not change it in real arithmetic).
+    const std::vector<double> on = kind == kRescaled ? plain_oracle : oracle::residual_stream_norms_mpfr(kind, dt, c.x0, cfg.gain, seed, depth, cfg.eps);
+    if (kind == kPlain) plain_oracle = on;
     rows.push_back(row_from(kArchs[kind], dt, cfg, kn, on, overflow));
   }
   BudgetCaseOptions o;

@@ -23,13 +23,14 @@ struct GrowthConfig {
 };
 
 struct GrowthRow {
-  std::string arch;  ///< plain_residual, ln_in_branch, ln_on_trunk, port_hamiltonian
+  std::string arch;  ///< plain_residual, ln_in_branch, ln_on_trunk, plain_residual_rescaled, port_hamiltonian
   DType dtype = DType::f64;
   std::vector<double> kernel_ratio, oracle_ratio;  ///< at cfg.depths (inf/nan once overflowed)
   int64_t overflow_depth = -1;                      ///< first depth with a non-finite element; -1 none
 };
 
-/// The four rows of one dtype; `ph` receives the port-Hamiltonian case (budget, slack, defects).
+/// The five rows of one dtype (the plain stream also rescaled by a power of two after every step, as
+/// the seed's harness did to stay in range); `ph` receives the port-Hamiltonian case.
 std::vector<GrowthRow> run_growth(const GrowthConfig& cfg, DType dt, BudgetCaseResult& ph);
 
 nlohmann::json growth_rows_json(const GrowthConfig& cfg, const std::vector<GrowthRow>& rows);
