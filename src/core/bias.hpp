@@ -37,6 +37,21 @@ class BiasAccumulator {
   int64_t elements() const { return elements_; }  ///< weighted elements in the statistic
   int64_t groups() const { return groups_; }
 
+  /// The closed cases' sums, exactly (a sharded run hands them to `merge`).
+  struct State {
+    double t = 0, v = 0;
+    int64_t elements = 0, groups = 0;
+  };
+  State state() const { return {t_, v_, elements_, groups_}; }
+  static BiasAccumulator from_state(const State& s) {
+    BiasAccumulator b;
+    b.t_ = s.t;
+    b.v_ = s.v;
+    b.elements_ = s.elements;
+    b.groups_ = s.groups;
+    return b;
+  }
+
  private:
   double t_ = 0, v_ = 0;
   int64_t elements_ = 0, groups_ = 0;

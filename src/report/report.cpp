@@ -1,5 +1,7 @@
 #include "report/report.hpp"
 
+#include "nightly/shard_items.hpp"
+
 #include "report/record_header.hpp"
 
 #include <chrono>
@@ -305,6 +307,7 @@ void write_per_op_section(nlohmann::json& report, const RunConfig& cfg, const Ru
   report["run"]["cases_planned"] = r.cases_planned;
   report["run"]["cases_done"] = r.cases_done;
   report["run"]["oracle"]["max_precision_bits_used"] = r.max_oracle_precision_bits;
+  if (cfg.shard.sharded()) report["shard_items"] = nightly::shard_items_json(r.shard_items);  // what `merge` folds
 }
 
 RunConfig config_from_report(const nlohmann::json& report) {
@@ -316,6 +319,13 @@ RunConfig config_from_report(const nlohmann::json& report) {
   cfg.shape.rows = c.at("shape").at("rows").get<int64_t>();
   cfg.shape.n = c.at("shape").at("n").get<int64_t>();
   cfg.shape.max_elements = c.at("shape").at("max_elements").get<int64_t>();
+  for (const auto& op : c.value("ops", nlohmann::json::array()))
+    if (const auto parsed = parse_op(op.get<std::string>())) cfg.ops.push_back(*parsed);
+  for (const auto& d : c.value("dtypes", nlohmann::json::array()))
+    if (const auto parsed = parse_dtype(d.get<std::string>())) cfg.dtypes.push_back(*parsed);
+  cfg.variants = c.value("variants", std::vector<std::string>{});
+  cfg.generators = c.value("generators", std::vector<std::string>{});
+  cfg.cases_per_generator = c.value("cases_per_generator", cfg.cases_per_generator);
   if (!c.at("eps_override").is_null()) cfg.eps_override = parse_hexfloat(c.at("eps_override").get<std::string>());
   if (c.contains("external") && c.at("external").is_object()) {
     const auto& e = c.at("external");

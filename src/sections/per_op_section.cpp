@@ -11,6 +11,7 @@
 #include "external/plugin.hpp"
 #include "external/serve.hpp"
 #include "nightly/merge_rules.hpp"
+#include "nightly/shard_items.hpp"
 #include "properties/generators.hpp"
 #include "core/suggest.hpp"
 #include "report/schema_check.hpp"
@@ -34,7 +35,7 @@ std::vector<std::string_view> op_names() {
 class PerOpRun final : public SectionRun {
  public:
   explicit PerOpRun(RunConfig cfg) : cfg_(std::move(cfg)) {}
-  int64_t shard_units() const override { return static_cast<int64_t>(cfg_.dtypes.size() * cfg_.generators.size()); }
+  int64_t shard_units() const override { return static_cast<int64_t>(per_op_items(cfg_).size()); }  // one case each
   void set_shard(const ShardSpec& shard) override { cfg_.shard = shard; }
   int64_t planned_cases() const override { return normcheck::planned_cases(cfg_); }
   void run(const std::string& journal) override {
@@ -77,6 +78,50 @@ void add_external_kernels(const RunOptions& o, const ExternalKernels& ext, RunCo
     for (KernelEntry& k : external::serve_kernels(ext.serve, cfg.ops, cfg.dtypes)) cfg.extra_kernels.push_back(std::move(k));
   cfg.external_report_only = o.report_only;
   cfg.external = ext.specs;
+}
+
+/// A record as planned, from its header in a shard report (identity, bounds, expectation).
+Record planned_record(const json& j) {
+  Record r;
+  const auto op = parse_op(j.at("op").get<std::string>());
+  const auto storage = parse_dtype(j.at("storage").get<std::string>()), accum = parse_dtype(j.at("accum").get<std::string>());
+  if (!op || !storage || !accum) throw std::invalid_argument("a shard's record has an unknown op or dtype");
+  r.key = {*op, j.at("kernel").get<std::string>(), j.at("variant").get<std::string>(), *storage, *accum,
+           j.at("property").get<std::string>(), j.at("output").get<std::string>()};
+  r.bound_id = j.at("bound_id").get<std::string>();
+  r.own_bound_id = j.at("own_bound_id").get<std::string>();
+  r.expectation = j.value("expectation", std::string("must_pass")) == "report_only" ? Expectation::report_only : Expectation::must_pass;
+  r.known_weak = j.at("known_weak").get<bool>();
+  return r;
+}
+
+/// The per-op records of shards that carry their cases (`shard_items`): every case folded in case
+/// order into the planned records with the run's own fold, then written by the run's own writer, so
+/// the merged section is the unsharded run's bit for bit.
+RunResult fold_shard_items(const std::vector<nightly::ShardReport>& shards, const RunConfig& cfg) {
+  RunResult r;
+  for (const json& rec : shards.front().report.at("records")) r.records.push_back(planned_record(rec));
+  std::vector<std::pair<int64_t, CaseResult>> items;
+  for (const nightly::ShardReport& s : shards) {
+    for (auto& item : nightly::shard_items_from_json(s.report.at("shard_items"))) items.push_back(std::move(item));
+    r.cases_planned += s.report.at("run").value("cases_planned", int64_t{0});
+  }
+  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const std::vector<WorkItem> work = per_op_items(cfg);
+  for (size_t k = 0; k < items.size(); ++k) {
+    const auto& [index, item] = items[k];
+    if (index < 0 || index >= static_cast<int64_t>(work.size()) || (k > 0 && items[k - 1].first == index))
+      throw std::invalid_argument(fmt::format("the shards' per-op cases do not form one run (case {} {})", index,
+                                              k > 0 && items[k - 1].first == index ? "appears twice" : "is out of range"));
+    for (const CasePartial& p : item.partials)
+      if (p.record >= r.records.size()) throw std::invalid_argument("a shard's case names a record the shards do not have");
+    merge_item(work[static_cast<size_t>(index)], index, cfg, item, r.records);
+    ++r.cases_done;
+    for (const auto& [family, o] : item.oracle) r.max_oracle_precision_bits = std::max(r.max_oracle_precision_bits, o.bits);
+  }
+  r.interrupted = r.cases_done < r.cases_planned;
+  r.flag_checks = flag_checks_of(cfg, r.records);
+  return r;
 }
 
 /// The worst case's inputs: inline when present, else regenerated from its seed and checked by digest.
@@ -136,6 +181,21 @@ class PerOpSection final : public Section {
     for (const nightly::ShardReport& s : shards) {
       if (!s.report.contains("records") || !s.report["records"].is_array()) throw std::invalid_argument("'" + s.path + "' has no records array");
       top.push_back(&s.report);
+    }
+    if (std::all_of(shards.begin(), shards.end(), [](const nightly::ShardReport& s) { return s.report.contains("shard_items"); })) {
+      const RunConfig cfg = config_from_report(shards.front().report);
+      const RunResult r = fold_shard_items(shards, cfg);
+      json section;
+      write_per_op_section(section, cfg, r, out_path);
+      m["records"] = std::move(section["records"]);
+      m["flag_checks"] = std::move(section["flag_checks"]);
+      m["records_passed"] = section["records_passed"];
+      m.erase("shard_items");
+      json& run = m["run"];
+      run["cases_planned"] = r.cases_planned;
+      run["cases_done"] = r.cases_done;
+      if (run.contains("oracle")) run["oracle"]["max_precision_bits_used"] = r.max_oracle_precision_bits;
+      return records_passed(r) && run_passed(r);
     }
     m["records"] = nightly::pick_records(nightly::section_parts(shards, "records"), shards, out_path);
     const std::vector<FlagCheck> flags = nightly::recompute_flags(m["records"], nightly::dtypes_of(m["config"]));

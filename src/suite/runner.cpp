@@ -12,33 +12,15 @@
 namespace normcheck {
 namespace {
 
-/// One judged output of one kernel on one case.
-struct Partial {
-  size_t record;
-  OutputJudgement judgement;
-};
-
-struct ItemResult {
-  /// The oracle of each op family present (key: is RMSNorm).
-  struct OracleInfo {
-    double err_ulps = 0;
-    int bits = 0;
-    bool certified = true;
-  };
-  std::map<bool, OracleInfo> oracle;
-  uint64_t seed = 0, digest = 0;
-  int64_t rows = 0, n = 0;
-  double eps = 0;
-  std::vector<Partial> partials;
-};
-
 bool selected(const std::vector<std::string>& list, const std::string& v) {
   return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
 }
 
+}  // namespace
+
 /// Every work item: dtypes x generators x cases, in that (dtype-major) order; the corpus has its own
 /// number of cases per dtype, every other generator cfg.cases_per_generator.
-std::vector<WorkItem> all_items(const RunConfig& cfg) {
+std::vector<WorkItem> per_op_items(const RunConfig& cfg) {
   std::vector<WorkItem> items;
   for (DType dt : cfg.dtypes)
     for (size_t g = 0; g < cfg.generators.size(); ++g) {
@@ -48,14 +30,13 @@ std::vector<WorkItem> all_items(const RunConfig& cfg) {
   return items;
 }
 
-/// The positions (in all_items) of the config's shard's items, in case order: unit dtype x generator.
+namespace {
+
+/// The positions (in run_items) of the config's shard's items, in case order: one unit per case.
 std::vector<size_t> owned_items(const RunConfig& cfg, const std::vector<WorkItem>& items) {
   std::vector<size_t> out;
-  for (size_t i = 0; i < items.size(); ++i) {
-    const WorkItem& w = items[i];
-    if (cfg.shard.owns(static_cast<int64_t>(dtype_position(cfg.dtypes, w.dtype) * cfg.generators.size() + w.generator_index)))
-      out.push_back(i);
-  }
+  for (size_t i = 0; i < items.size(); ++i)
+    if (cfg.shard.owns(static_cast<int64_t>(i))) out.push_back(i);
   return out;
 }
 
@@ -92,10 +73,10 @@ void append_journal(const RunConfig& cfg, const LayerNormCase& c, const KernelEn
   f.flush();
 }
 
-ItemResult run_item(const RunConfig& cfg, const WorkItem& w, const std::vector<const KernelEntry*>& kernels,
+CaseResult run_item(const RunConfig& cfg, const WorkItem& w, const std::vector<const KernelEntry*>& kernels,
                     const std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index,
                     std::mutex& journal_mu) {
-  ItemResult r;
+  CaseResult r;
   const LayerNormCase c = suite_case(cfg, w);
   // One certified reference per op family present (LayerNorm, RMSNorm), with the VJP if needed.
   std::map<bool, oracle::CertifiedLayerNorm> refs;
@@ -125,15 +106,16 @@ ItemResult run_item(const RunConfig& cfg, const WorkItem& w, const std::vector<c
   return r;
 }
 
-void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, const ItemResult& item,
-                std::vector<Record>& records) {
-  for (const Partial& p : item.partials) {
+}  // namespace
+
+void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, const CaseResult& item, std::vector<Record>& records) {
+  for (const CasePartial& p : item.partials) {
     Record& rec = records[p.record];
     if (p.judgement.declined) {  // unsupported: counted, never judged (the record stays not_run without judged cases)
       ++rec.declined_cases;
       continue;
     }
-    const ItemResult::OracleInfo& oracle = item.oracle.at(is_rmsnorm(rec.key.op));
+    const CaseResult::OracleInfo& oracle = item.oracle.at(is_rmsnorm(rec.key.op));
     ++rec.cases;
     if (!oracle.certified) ++rec.uncertified_cases;
     if (p.judgement.failed) ++rec.failed_cases;
@@ -156,8 +138,6 @@ void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, con
     }
   }
 }
-
-}  // namespace
 
 ProgressCounters& progress_counters() {
   static ProgressCounters counters;
@@ -224,26 +204,27 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t> index;
   RunResult result;
   result.records = plan_records(cfg, kernels, index);
-  const std::vector<WorkItem> items = all_items(cfg);
+  const std::vector<WorkItem> items = per_op_items(cfg);
   const std::vector<size_t> todo = owned_items(cfg, items);
   result.cases_planned = static_cast<int64_t>(todo.size());
   // Finished items wait in `pending` until every earlier item is merged: records are merged in
   // case order whatever the thread timing, and memory stays O(threads), not O(cases).
-  std::map<size_t, ItemResult> pending;  // by position in `todo`
+  std::map<size_t, CaseResult> pending;  // by position in `todo`
   size_t cursor = 0;
   std::atomic<size_t> next{0};
   std::mutex journal_mu, merge_mu;
-  auto merge_one = [&](size_t k, const ItemResult& item) {
+  auto merge_one = [&](size_t k, const CaseResult& item) {
     ++result.cases_done;
     for (const auto& [family, o] : item.oracle)
       result.max_oracle_precision_bits = std::max(result.max_oracle_precision_bits, o.bits);
     merge_item(items[todo[k]], static_cast<int64_t>(todo[k]), cfg, item, result.records);
+    if (cfg.shard.sharded()) result.shard_items.emplace_back(static_cast<int64_t>(todo[k]), item);
   };
   auto worker = [&] {
     for (size_t k; !stop_requested() && (k = next++) < todo.size();) {
-      ItemResult item = run_item(cfg, items[todo[k]], kernels, index, journal_mu);
+      CaseResult item = run_item(cfg, items[todo[k]], kernels, index, journal_mu);
       // Must-pass failures only: known-weak kernels fail by design and report-only ones do not fail the run.
-      count_finished(std::any_of(item.partials.begin(), item.partials.end(), [&](const Partial& p) {
+      count_finished(std::any_of(item.partials.begin(), item.partials.end(), [&](const CasePartial& p) {
         const Record& rec = result.records[p.record];  // expectation and known_weak are fixed before the workers start
         return p.judgement.failed && !rec.known_weak && rec.expectation == Expectation::must_pass;
       }));
@@ -259,15 +240,20 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   run_on_threads(cfg.threads, todo.size(), worker);
   for (const auto& [i, item] : pending) merge_one(i, item);  // after a gap left by an interruption
   result.interrupted = result.cases_done < result.cases_planned;
-  std::vector<FlagView> views;
-  for (const Record& r : result.records)
-    views.push_back({r.key.variant, r.key.storage, std::string_view(r.key.property).substr(r.key.property.find('/') + 1),
-                     r.cases, r.failed()});
-  result.flag_checks = evaluate_flags(cfg.dtypes, views);
+  std::sort(result.shard_items.begin(), result.shard_items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  result.flag_checks = flag_checks_of(cfg, result.records);
   return result;
 }
 
-int64_t planned_cases(const RunConfig& cfg) { return static_cast<int64_t>(owned_items(cfg, all_items(cfg)).size()); }
+std::vector<FlagCheck> flag_checks_of(const RunConfig& cfg, const std::vector<Record>& records) {
+  std::vector<FlagView> views;
+  for (const Record& r : records)
+    views.push_back({r.key.variant, r.key.storage, std::string_view(r.key.property).substr(r.key.property.find('/') + 1),
+                     r.cases, r.failed()});
+  return evaluate_flags(cfg.dtypes, views);
+}
+
+int64_t planned_cases(const RunConfig& cfg) { return static_cast<int64_t>(owned_items(cfg, per_op_items(cfg)).size()); }
 
 bool records_passed(const RunResult& r) {
   for (const Record& rec : r.records) {

@@ -106,8 +106,32 @@ struct FlagCheck {
   bool caught() const { return failing_records > 0; }
 };
 
+/// One judged output of one kernel on one case: record `record` (plan order) and its judgement.
+struct CasePartial {
+  size_t record;
+  OutputJudgement judgement;
+};
+
+/// What one case contributes to the records: its identity, the oracle's certificate per op family,
+/// and every kernel output's judgement. Records fold these in case order (merge_item), in a run and
+/// in `normcheck merge` alike, so that merged shards equal the unsharded run bit for bit.
+struct CaseResult {
+  struct OracleInfo {
+    double err_ulps = 0;
+    int bits = 0;
+    bool certified = true;
+  };
+  std::map<bool, OracleInfo> oracle;  ///< key: is RMSNorm
+  uint64_t seed = 0, digest = 0;
+  int64_t rows = 0, n = 0;
+  double eps = 0;
+  std::vector<CasePartial> partials;
+};
+
 struct RunResult {
   std::vector<Record> records;
+  /// A sharded run's cases, (item index, result) in case order: what `merge` folds (empty unsharded).
+  std::vector<std::pair<int64_t, CaseResult>> shard_items;
   std::vector<FlagCheck> flag_checks;
   int64_t cases_done = 0, cases_planned = 0;
   bool interrupted = false;
@@ -135,6 +159,16 @@ LayerNormCase suite_case(const RunConfig& cfg, const WorkItem& w);
 
 /// Cases the config's shard plans.
 int64_t planned_cases(const RunConfig& cfg);
+
+/// Every work item of the config, in case order (dtype, generator, case): the per-op section's
+/// shard units are these items, one case each (item i runs on shard (first_unit + i) mod N).
+std::vector<WorkItem> per_op_items(const RunConfig& cfg);
+
+/// Folds one case into the records (the run's own fold, used by `merge` too).
+void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, const CaseResult& item, std::vector<Record>& records);
+
+/// The flag checks of a run's records.
+std::vector<FlagCheck> flag_checks_of(const RunConfig& cfg, const std::vector<Record>& records);
 
 /// Runs the suite; `progress` (may be empty) is called after each case with (done, planned).
 RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int64_t)>& progress = {});

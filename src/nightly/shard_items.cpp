@@ -1,0 +1,131 @@
+#include "nightly/shard_items.hpp"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "report/case_json.hpp"
+
+namespace normcheck::nightly {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string base64(const unsigned char* p, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; i += 3) {
+    const uint32_t v = (uint32_t{p[i]} << 16) | (i + 1 < n ? uint32_t{p[i + 1]} << 8 : 0) | (i + 2 < n ? uint32_t{p[i + 2]} : 0);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
+    out += i + 2 < n ? kAlphabet[v & 63] : '=';
+  }
+  return out;
+}
+
+std::string unbase64(const std::string& s) {
+  std::string out;
+  uint32_t v = 0;
+  int bits = 0;
+  for (char c : s) {
+    if (c == '=') break;
+    const char* at = std::strchr(kAlphabet, c);
+    if (!at || c == '\0') throw std::invalid_argument("shard_items: not base64");
+    v = (v << 6) | static_cast<uint32_t>(at - kAlphabet);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((v >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+/// A trivially copyable value as its bytes.
+template <class T>
+std::string bytes_of(const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  return base64(reinterpret_cast<const unsigned char*>(&v), sizeof v);
+}
+template <class T>
+T from_bytes(const json& j) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const std::string raw = unbase64(j.get<std::string>());
+  if (raw.size() != sizeof(T)) throw std::invalid_argument("shard_items: an accumulator of another size (another build?)");
+  T v;
+  std::memcpy(&v, raw.data(), sizeof v);
+  return v;
+}
+
+json partial_json(const CasePartial& p) {
+  const OutputJudgement& j = p.judgement;
+  const BiasAccumulator::State b = j.bias.state();
+  return {{"record", p.record},         {"output", j.output},   {"acc", bytes_of(j.acc)},
+          {"own", bytes_of(j.own)},     {"worst", bytes_of(j.worst)}, {"failed", j.failed},
+          {"own_failed", j.own_failed}, {"kernel_failure", j.kernel_failure}, {"declined", j.declined},
+          {"bias", {hexfloat(b.t), hexfloat(b.v), b.elements, b.groups}}};
+}
+
+CasePartial partial_from(const json& p) {
+  CasePartial out;
+  out.record = p.at("record").get<size_t>();
+  OutputJudgement& j = out.judgement;
+  j.output = p.at("output").get<std::string>();
+  j.acc = from_bytes<ErrorAccumulator>(p.at("acc"));
+  j.own = from_bytes<ErrorAccumulator>(p.at("own"));
+  j.worst = from_bytes<WorstElement>(p.at("worst"));
+  j.failed = p.at("failed").get<bool>();
+  j.own_failed = p.at("own_failed").get<bool>();
+  j.kernel_failure = p.at("kernel_failure").get<std::string>();
+  j.declined = p.at("declined").get<bool>();
+  const json& b = p.at("bias");
+  j.bias = BiasAccumulator::from_state({parse_hexfloat(b.at(0).get<std::string>()), parse_hexfloat(b.at(1).get<std::string>()),
+                                        b.at(2).get<int64_t>(), b.at(3).get<int64_t>()});
+  return out;
+}
+
+}  // namespace
+
+json shard_items_json(const std::vector<std::pair<int64_t, CaseResult>>& items) {
+  json out = json::array();
+  for (const auto& [index, item] : items) {
+    json oracle = json::array(), partials = json::array();
+    for (const auto& [rms, o] : item.oracle) oracle.push_back({rms, hexfloat(o.err_ulps), o.bits, o.certified});
+    for (const CasePartial& p : item.partials) partials.push_back(partial_json(p));
+    out.push_back({{"item", index},
+                   {"seed", std::to_string(item.seed)},
+                   {"digest", std::to_string(item.digest)},
+                   {"rows", item.rows},
+                   {"n", item.n},
+                   {"eps", hexfloat(item.eps)},
+                   {"oracle", oracle},
+                   {"partials", partials}});
+  }
+  return out;
+}
+
+std::vector<std::pair<int64_t, CaseResult>> shard_items_from_json(const json& j) {
+  std::vector<std::pair<int64_t, CaseResult>> out;
+  try {
+    for (const json& e : j) {
+      CaseResult item;
+      item.seed = std::stoull(e.at("seed").get<std::string>());
+      item.digest = std::stoull(e.at("digest").get<std::string>());
+      item.rows = e.at("rows").get<int64_t>();
+      item.n = e.at("n").get<int64_t>();
+      item.eps = parse_hexfloat(e.at("eps").get<std::string>());
+      for (const json& o : e.at("oracle"))
+        item.oracle[o.at(0).get<bool>()] = {parse_hexfloat(o.at(1).get<std::string>()), o.at(2).get<int>(), o.at(3).get<bool>()};
+      for (const json& p : e.at("partials")) item.partials.push_back(partial_from(p));
+      out.emplace_back(e.at("item").get<int64_t>(), std::move(item));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("shard_items: malformed entry (") + e.what() + ")");
+  }
+  return out;
+}
+
+}  // namespace normcheck::nightly

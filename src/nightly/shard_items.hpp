@@ -1,0 +1,21 @@
+#pragma once
+/// A sharded run's per-op cases in its report (`shard_items`), exactly: `merge` folds them in case
+/// order with the run's own fold (merge_item), so that merged shards equal the unsharded run bit for
+/// bit whatever the number of shards. Accumulators and worst elements travel as their bytes
+/// (base64; the merge checks that every shard comes from the same build), scalars as JSON.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "suite/runner.hpp"
+
+namespace normcheck::nightly {
+
+nlohmann::json shard_items_json(const std::vector<std::pair<int64_t, CaseResult>>& items);
+
+/// Throws std::invalid_argument (one line) on a malformed entry.
+std::vector<std::pair<int64_t, CaseResult>> shard_items_from_json(const nlohmann::json& j);
+
+}  // namespace normcheck::nightly
