@@ -253,6 +253,30 @@ bool is_row_generator(std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+namespace {
+
+const RowGenerator& row_generator_named(std::string_view generator) {
+  const auto& table = row_generators();
+  const auto it = std::find_if(table.begin(), table.end(), [&](const RowGenerator& g) { return g.name == generator; });
+  if (it == table.end()) throw std::invalid_argument("unknown generator '" + std::string(generator) + "'");
+  return *it;
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> layernorm_case_shape(std::string_view generator, DType dt, uint64_t seed, const ShapeRequest& shape) {
+  if (generator == kCorpusGenerator) {
+    const LayerNormCase& c = make_layernorm_case(generator, dt, seed, shape);
+    return {c.rows, c.n};
+  }
+  const RowGenerator& g = row_generator_named(generator);
+  Rng rng(seed);  // the first draws of make_layernorm_case
+  ShapeRequest req = shape;
+  if (g.fixed_n > 0) req.n = g.fixed_n;
+  const Shape s = pick_shape(rng, req, g.min_n);
+  return {s.rows, s.n};
+}
+
 LayerNormCase make_layernorm_case(std::string_view generator, DType dt, uint64_t seed,
                                   const ShapeRequest& shape) {
   if (generator == kCorpusGenerator) {  // the committed corpus: case `seed` of the dtype's list
@@ -260,10 +284,7 @@ LayerNormCase make_layernorm_case(std::string_view generator, DType dt, uint64_t
     if (cases.empty()) throw std::invalid_argument("the corpus has no case of this dtype");
     return cases[seed % cases.size()];
   }
-  const auto& table = row_generators();
-  const auto it = std::find_if(table.begin(), table.end(),
-                               [&](const RowGenerator& g) { return g.name == generator; });
-  if (it == table.end()) throw std::invalid_argument("unknown generator '" + std::string(generator) + "'");
+  const RowGenerator* it = &row_generator_named(generator);
   Rng rng(seed);
   LayerNormCase c;
   c.dtype = dt;

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/layernorm_case.hpp"
@@ -47,6 +48,9 @@ bool is_row_generator(std::string_view name);
 
 /// Builds one case (x, gamma, beta, dy, eps) for `generator`; deterministic in (generator, dt,
 /// seed, shape). Hard cases follow DESIGN.md section 7. For the corpus, `seed` is the case's index.
+/// (rows, n) of make_layernorm_case(generator, dt, seed, shape) without generating its values.
+std::pair<int64_t, int64_t> layernorm_case_shape(std::string_view generator, DType dt, uint64_t seed, const ShapeRequest& shape);
+
 LayerNormCase make_layernorm_case(std::string_view generator, DType dt, uint64_t seed,
                                   const ShapeRequest& shape = {});
 

@@ -13,6 +13,8 @@
 #include "nightly/diff.hpp"
 #include "properties/cli_harness.hpp"
 #include "properties/generators.hpp"
+#include "suite/runner.hpp"
+#include "suite/suites.hpp"
 #include "shard_compare.hpp"
 
 namespace {
@@ -300,3 +302,16 @@ TEST(Nightly, AQuickRunDiffsCleanAgainstTheCommittedQuickBaseline) {
 }
 
 }  // namespace
+
+TEST(Shards, TheBalanceReadsEveryCaseShapeWithoutGeneratingItAndGetsTheRunsShape) {
+  // The shard balance estimates each per-op case's cost from its shape; the shape read without
+  // generating the values is the shape the run judges, for every case of the default suite.
+  const normcheck::RunConfig cfg = *normcheck::suite_config("default");
+  int64_t checked = 0;
+  for (const normcheck::WorkItem& w : normcheck::per_op_items(cfg)) {
+    const normcheck::LayerNormCase c = normcheck::suite_case(cfg, w);
+    EXPECT_EQ(normcheck::suite_case_shape(cfg, w), std::make_pair(c.rows, c.n)) << cfg.generators[w.generator_index] << " case " << w.case_index;
+    ++checked;
+  }
+  EXPECT_EQ(checked, normcheck::planned_cases(cfg));
+}

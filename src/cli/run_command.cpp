@@ -1,6 +1,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <memory>
+#include <queue>
+#include <numeric>
 #include <cmath>
 #include <chrono>
 #include <cctype>
@@ -76,8 +79,36 @@ ShardSpec parse_shard(const std::string& text) {
   return s;
 }
 
-/// Numbers the shard units of every section one after the other and gives each section its slice.
+/// The shard of every global unit: longest estimated cost first, each to the least loaded shard
+/// (ties: the lower shard), so that shards take about equal time (LPT scheduling; docs/nightly.md).
+std::vector<int> balanced_owners(const std::vector<double>& costs, int shards) {
+  std::vector<size_t> order(costs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return costs[a] > costs[b]; });
+  using Load = std::pair<double, int>;
+  std::priority_queue<Load, std::vector<Load>, std::greater<Load>> load;
+  for (int i = 0; i < shards; ++i) load.push({0.0, i});
+  std::vector<int> owner(costs.size(), 0);
+  for (size_t u : order) {
+    auto [total, shard] = load.top();
+    load.pop();
+    owner[u] = shard;
+    load.push({total + costs[u], shard});
+  }
+  return owner;
+}
+
+/// Numbers the shard units of every section one after the other, balances them over the shards by
+/// estimated cost, and gives each section its slice.
 void assign_shards(RunPlan& plan, ShardSpec s) {
+  if (s.sharded()) {
+    std::vector<double> costs;
+    for (const auto& section : plan.sections) {
+      const std::vector<double> c = section->unit_costs();
+      costs.insert(costs.end(), c.begin(), c.end());
+    }
+    s.owner = std::make_shared<const std::vector<int>>(balanced_owners(costs, s.count));
+  }
   int64_t unit = 0;
   for (const auto& section : plan.sections) {
     s.first_unit = unit;

@@ -39,6 +39,7 @@ class AuditRun final : public SectionRun {
   int64_t shard_units() const override { return 1; }
   void set_shard(const ShardSpec& shard) override { here_ = shard.owns(0); }
   int64_t planned_cases() const override { return 0; }
+  std::vector<double> unit_costs() const override { return std::vector<double>(static_cast<size_t>(shard_units()), 0.02); }
   void run(const std::string&) override {
     if (here_) audits_ = external_ ? external_audits(*external_, seed_) : audit::standard_audits(seed_);
   }

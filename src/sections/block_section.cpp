@@ -40,6 +40,7 @@ class BlockRun final : public SectionRun {
   explicit BlockRun(BlockSuiteConfig cfg) : cfg_(std::move(cfg)) {}
   int64_t shard_units() const override { return static_cast<int64_t>(cfg_.dtypes.size()); }
   void set_shard(const ShardSpec& shard) override { cfg_.shard = shard; }
+  double seconds_per_case() const override { return 8e-3; }  // measured on the default suite (docs/nightly.md)
   int64_t planned_cases() const override { return normcheck::planned_cases(cfg_); }
   void run(const std::string& journal) override {
     cfg_.journal_path = journal;

@@ -33,6 +33,7 @@ class JvpRun final : public SectionRun {
   explicit JvpRun(JvpSuiteConfig cfg) : cfg_(std::move(cfg)) {}
   int64_t shard_units() const override { return static_cast<int64_t>(cfg_.dtypes.size()); }
   void set_shard(const ShardSpec& shard) override { cfg_.shard = shard; }
+  double seconds_per_case() const override { return 1.5e-3; }  // measured on the default suite (docs/nightly.md)
   int64_t planned_cases() const override { return normcheck::planned_cases(cfg_); }
   void run(const std::string&) override { result_ = run_jvp_suite(cfg_); }
   int64_t cases_done() const override { return result_ ? result_->cases_done : 0; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -38,6 +39,18 @@ class PerOpRun final : public SectionRun {
   int64_t shard_units() const override { return static_cast<int64_t>(per_op_items(cfg_).size()); }  // one case each
   void set_shard(const ShardSpec& shard) override { cfg_.shard = shard; }
   int64_t planned_cases() const override { return normcheck::planned_cases(cfg_); }
+  /// A case costs about 1 ms, 0.6 us per element for the oracle and 0.3 us per element and kernel
+  /// for running, bounding and judging (fitted on the default suite, docs/nightly.md).
+  std::vector<double> unit_costs() const override {
+    std::map<DType, int> kernels;
+    for (const KernelEntry* k : selected_kernels(cfg_)) ++kernels[k->storage];
+    std::vector<double> costs;
+    for (const WorkItem& w : per_op_items(cfg_)) {
+      const auto [rows, n] = suite_case_shape(cfg_, w);
+      costs.push_back(1e-3 + static_cast<double>(rows * n) * (6e-7 + 3e-7 * kernels[w.dtype]));
+    }
+    return costs;
+  }
   void run(const std::string& journal) override {
     cfg_.journal_path = journal;
     result_ = run_suite(cfg_);

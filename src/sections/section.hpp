@@ -10,6 +10,7 @@
 ///
 /// The commands (run, merge, diff, render, suites, replay) see sections only through this interface
 /// and the registry (sections/registry.cpp): adding a section is its own files plus one line there.
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -63,6 +64,16 @@ class SectionRun {
   virtual void set_shard(const ShardSpec& shard) = 0;
   /// Cases this shard will run.
   virtual int64_t planned_cases() const = 0;
+  /// Rough CPU seconds per case on this project's machine (docs/nightly.md, "Even shards"): what the
+  /// shard balance weighs a unit by.
+  virtual double seconds_per_case() const { return 1e-3; }
+  /// Estimated cost of each shard unit, called before set_shard (all cases planned): by default the
+  /// section's cases spread evenly over its units at seconds_per_case().
+  virtual std::vector<double> unit_costs() const {
+    const int64_t units = shard_units();
+    return std::vector<double>(static_cast<size_t>(std::max<int64_t>(units, 0)),
+                               units > 0 ? seconds_per_case() * static_cast<double>(planned_cases()) / static_cast<double>(units) : 0.0);
+  }
   /// Runs the section's cases; failing cases are appended to `journal` (JSON lines) as they finish.
   virtual void run(const std::string& journal) = 0;
   virtual int64_t cases_done() const = 0;

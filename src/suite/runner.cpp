@@ -161,6 +161,10 @@ LayerNormCase suite_case(const RunConfig& cfg, const WorkItem& w) {
   return c;
 }
 
+std::pair<int64_t, int64_t> suite_case_shape(const RunConfig& cfg, const WorkItem& w) {
+  return gen::layernorm_case_shape(cfg.generators[w.generator_index], w.dtype, generator_seed(cfg, w), cfg.shape);
+}
+
 uint64_t case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t case_index) {
   return derive_seed(run_seed, static_cast<uint64_t>(dt), generator_index, static_cast<uint64_t>(case_index));
 }

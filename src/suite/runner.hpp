@@ -156,6 +156,8 @@ uint64_t case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t 
 
 /// The case of a work item, exactly as the run judges it (generator, seed, shape, eps override).
 LayerNormCase suite_case(const RunConfig& cfg, const WorkItem& w);
+/// Its (rows, n), without generating it.
+std::pair<int64_t, int64_t> suite_case_shape(const RunConfig& cfg, const WorkItem& w);
 
 /// Cases the config's shard plans.
 int64_t planned_cases(const RunConfig& cfg);

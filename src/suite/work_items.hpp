@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <functional>
 #include <optional>
 #include <system_error>
@@ -31,13 +32,18 @@ inline void count_finished(bool failing) {
 }
 
 /// A deterministic slice of a run (`run --shard i/N`). The work of every section is cut into units
-/// (a dtype, or a dtype x generator) that decide every aggregate of the report; unit u of a section
-/// whose units start at global number `first_unit` runs on shard (first_unit + u) mod count. A unit
-/// is run whole by one shard, in case order, so merged shards give exactly the unsharded report.
+/// (a per-op case, or a dtype of the other sections) numbered globally from each section's
+/// `first_unit`; `owner` (the same on every shard: the run command balances the units' estimated
+/// costs over the shards) says which shard runs each, else unit u runs on shard u mod count. A
+/// unit is run whole by one shard, so merged shards give exactly the unsharded report.
 struct ShardSpec {
   int index = 0, count = 1;
   int64_t first_unit = 0;
-  bool owns(int64_t unit) const { return (first_unit + unit) % count == index; }
+  std::shared_ptr<const std::vector<int>> owner;  ///< shard of every global unit (null: round robin)
+  bool owns(int64_t unit) const {
+    const int64_t global = first_unit + unit;
+    return owner && global < static_cast<int64_t>(owner->size()) ? (*owner)[static_cast<size_t>(global)] == index : global % count == index;
+  }
   bool sharded() const { return count > 1; }
 };
 
