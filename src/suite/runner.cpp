@@ -32,7 +32,7 @@ std::vector<WorkItem> per_op_items(const RunConfig& cfg) {
 
 namespace {
 
-/// The positions (in run_items) of the config's shard's items, in case order: one unit per case.
+/// The positions (in per_op_items) of the config's shard's items, in case order: one unit per case.
 std::vector<size_t> owned_items(const RunConfig& cfg, const std::vector<WorkItem>& items) {
   std::vector<size_t> out;
   for (size_t i = 0; i < items.size(); ++i)
@@ -212,7 +212,8 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   const std::vector<size_t> todo = owned_items(cfg, items);
   result.cases_planned = static_cast<int64_t>(todo.size());
   // Finished items wait in `pending` until every earlier item is merged: records are merged in
-  // case order whatever the thread timing, and memory stays O(threads), not O(cases).
+  // case order whatever the thread timing, and memory stays O(threads), not O(cases) (a sharded run
+  // also keeps its cases for the report's shard_items).
   std::map<size_t, CaseResult> pending;  // by position in `todo`
   size_t cursor = 0;
   std::atomic<size_t> next{0};
