@@ -59,7 +59,8 @@ struct PlanInputs {
 class SectionRun {
  public:
   virtual ~SectionRun() = default;
-  /// Shard units (each holds every aggregate of its records): unit u runs on shard (first + u) mod N.
+  /// Shard units: a per-op case, or a unit holding every aggregate of its records (a dtype); the run
+  /// command assigns them to shards by unit_costs() (ShardSpec::owner).
   virtual int64_t shard_units() const = 0;
   virtual void set_shard(const ShardSpec& shard) = 0;
   /// Cases this shard will run.
