@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -135,6 +136,36 @@ TEST(Shards, MergedShardsEqualTheUnshardedRunRecordForRecord) {
   EXPECT_GT(budget_ratio, 0.0);
   EXPECT_LE(budget_ratio, 1.0);
   EXPECT_EQ(load(merged)["run"]["merged_from"].size(), 4u);
+}
+
+TEST(Shards, MoreShardsThanDtypeUnitsStillMergeBitForBit) {
+  // 11 shards (more than the 8 dtype units of the other sections with two dtypes): most per-op
+  // records span several shards and are folded case by case by `merge`; shards run in reverse
+  // order and are merged in a shuffled argument order.
+  const fs::path dir = scratch() / "shards11", merged = dir / "report.json", single = dir / "single.json";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ASSERT_LE(run_cli(kSmallRun + "--threads 2 --out " + merged.string()).exit_code, 1);
+  fs::rename(merged, single);
+  std::string shards;
+  for (int i = 10; i >= 0; --i) {
+    const fs::path s = dir / ("shard" + std::to_string(i) + ".json");
+    ASSERT_LE(run_cli(kSmallRun + "--threads 1 --shard " + std::to_string(i) + "/11 --out " + s.string()).exit_code, 1);
+    shards = (i % 2 ? shards + s.string() + " " : s.string() + " " + shards);
+  }
+  const Outcome m = run_cli("merge " + shards + "--out " + merged.string());
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_EQ(first_difference(without_run_metadata(load(single)), without_run_metadata(load(merged))), "");
+  EXPECT_FALSE(load(merged).contains("shard_items"));
+  int64_t spanning = 0;  // per-op records whose cases ran on more than one shard
+  std::map<size_t, std::set<int>> shards_of_record;
+  for (int i = 0; i < 11; ++i) {
+    const nlohmann::json shard = load(dir / ("shard" + std::to_string(i) + ".json"));
+    for (const auto& item : shard.at("shard_items"))
+      for (const auto& p : item.at("partials")) shards_of_record[p.at("record").get<size_t>()].insert(i);
+  }
+  for (const auto& [record, on] : shards_of_record) spanning += on.size() > 1;
+  EXPECT_GT(spanning, 100);
 }
 
 TEST(Shards, TheGnuParallelRecipeAsDocumentedEqualsTheUnshardedRun) {
