@@ -75,16 +75,23 @@ std::vector<std::pair<std::string, NormSpec>> standard_kinds(const TensorSpec& t
   return out;
 }
 
-}  // namespace
-
-InferredGroups infer_groups(const AuditKernel& kernel, const TensorSpec& t, DType dtype, uint64_t seed) {
+/// Random inputs exact in the dtype, drawn once per inference (groups and affine maps).
+std::vector<double> probe_inputs(const TensorSpec& t, DType dtype, uint64_t seed) {
   int64_t elements = 1;
   for (int64_t s : t.shape)
     if (s < 1 || __builtin_mul_overflow(elements, s, &elements)) elements = INT64_MAX;
   if (elements > 65536) throw std::invalid_argument(fmt::format("axis inference probes at most 65536 entries, the tensor has {}", elements));
   Rng rng(seed);
-  std::vector<double> x0(static_cast<size_t>(elements));
-  for (double& v : x0) v = round_to_dtype(rng.normal(), dtype);
+  std::vector<double> x(static_cast<size_t>(elements));
+  for (double& v : x) v = round_to_dtype(rng.normal(), dtype);
+  return x;
+}
+
+}  // namespace
+
+InferredGroups infer_groups(const AuditKernel& kernel, const TensorSpec& t, DType dtype, uint64_t seed) {
+  const std::vector<double> x0 = probe_inputs(t, dtype, seed);
+  const int64_t elements = static_cast<int64_t>(x0.size());
   const std::vector<double> y0 = kernel(x0);
   InferredGroups r;
   r.probes = 1;
@@ -212,17 +219,6 @@ AuditVerdict compare_groups(const TensorSpec& t, const NormSpec& declared, const
 
 namespace {
 
-/// Random inputs exact in the dtype, as the group inference draws them.
-std::vector<double> probe_inputs(const TensorSpec& t, DType dtype, uint64_t seed) {
-  int64_t elements = 1;
-  for (int64_t s : t.shape)
-    if (s < 1 || __builtin_mul_overflow(elements, s, &elements)) elements = INT64_MAX;
-  if (elements > 65536) throw std::invalid_argument(fmt::format("axis inference probes at most 65536 entries, the tensor has {}", elements));
-  Rng rng(seed);
-  std::vector<double> x(static_cast<size_t>(elements));
-  for (double& v : x) v = round_to_dtype(rng.normal(), dtype);
-  return x;
-}
 
 /// Outcome of one probe at one entry: the parameter's effect was seen (1), not seen (0), or neither (-1).
 using Classify = int (*)(double base, double probed, double shift);
