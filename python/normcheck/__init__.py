@@ -12,5 +12,6 @@ from . import _normcheck
 from . import reference
 from .cases import generate, row_generators
 from .check import CheckResult, NormcheckFailure, check
+from .grouped import GroupedCall
 
-__all__ = ["check", "CheckResult", "NormcheckFailure", "reference", "generate", "row_generators"]
+__all__ = ["check", "CheckResult", "NormcheckFailure", "GroupedCall", "reference", "generate", "row_generators"]

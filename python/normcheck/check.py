@@ -4,6 +4,7 @@ import json
 
 from . import _normcheck
 from .frameworks import framework_named
+from .grouped import GroupedCall
 
 SIGNATURES = {
     "layernorm_forward": "fn(x, gamma, beta, eps) -> y",
@@ -12,7 +13,21 @@ SIGNATURES = {
     "rmsnorm_backward": "fn(x, gamma, eps, dy) -> (dx, dgamma)",
 }
 
+# The other sections' ops: the call travels as the serve protocol's request (docs/plugins.md) and is
+# judged by that section, as `normcheck run --serve CMD --ops OP` judges a serve command.
+SECTION_SIGNATURES = {
+    "layernorm_jvp": "fn(x, gamma, beta, eps, dx, dgamma, dbeta) -> du",
+    "linear_rmsnorm": "fn(x, g, w, b, eps, dy) -> (y, dx, dw, dg)  [b is None without bias; check(..., block_form=...)]",
+    "qr_contraction": "fn(x, D, R, c, n, eps, dy) -> (f, dx)  [dy is None: return f]",
+    "grouped_norm": "fn(call: normcheck.GroupedCall) -> dict of outputs, or None to decline the call",
+    "axis_audit": "the grouped_norm kernel, probed (gamma = 1, beta = 0, dy = 0) for the axes it normalizes over",
+}
+
 FAILING_VERDICTS = _normcheck.FAILING_VERDICTS  # the C++ list (src/report/verdicts.hpp)
+
+
+_SECTION_KEYS = {"layernorm_jvp": "layernorm_jvp", "linear_rmsnorm": "rms_block", "qr_contraction": "qr_contraction",
+                 "grouped_norm": "grouped_norm", "axis_audit": "axis_audit"}
 
 
 class NormcheckFailure(AssertionError):
@@ -39,12 +54,64 @@ def _adapter(fn, framework):
     return call
 
 
+def _shape_text(wc):
+    if isinstance(wc.get("shape"), list):
+        return " x ".join(str(d) for d in wc["shape"])
+    if "d" in wc:
+        return f"{wc.get('rows')} x {wc.get('d')} -> {wc.get('m')}"
+    return f"{wc.get('rows')} x {wc.get('n')}"
+
+
+def _shaped(framework, out, dtype, name, shape):
+    got = tuple(getattr(out, "shape", ()))
+    if got != tuple(shape):
+        raise ValueError(f"{name} has shape {got}, expected {tuple(shape)}")
+    return framework.from_kernel(out, dtype, name)
+
+
+def _section_adapter(fn, op, framework):
+    """The callable as an in-process serve command: (op, dtype, manifest, inputs, outputs) -> dict."""
+
+    def call(wire_op, dtype, manifest_json, inputs, outputs):
+        m = json.loads(manifest_json)
+        t = {name: framework.to_kernel(a, dtype) for name, a in inputs.items()}
+        eps = float.fromhex(m["eps_hex"])
+        if op in ("grouped_norm", "axis_audit"):
+            outs = fn(GroupedCall(m, t, framework, dtype))
+            if outs is None:
+                return None
+            return {name: _shaped(framework, outs[name], dtype, name, shape) for name, shape in outputs if name in outs}
+        if op == "layernorm_jvp":
+            outs = fn(t["x"], t["gamma"], t["beta"], eps, t["dx"], t["dgamma"], t["dbeta"])
+        elif op == "linear_rmsnorm":
+            outs = fn(t["x"], t["g"], t["w"], t.get("b"), eps, t["dy"])
+        else:
+            outs = fn(t["x"], t["D"], t["R"], t["c"], int(m["n"]), eps, t.get("dy"))
+        if outs is None:
+            return None
+        if len(outputs) == 1 and not isinstance(outs, (tuple, list)):
+            outs = (outs,)
+        if len(outs) != len(outputs):
+            raise ValueError(f"returned {len(outs)} outputs, expected {len(outputs)} ({', '.join(n for n, _ in outputs)})")
+        return {name: _shaped(framework, o, dtype, name, shape) for (name, shape), o in zip(outputs, outs)}
+
+    return call
+
+
 class CheckResult:
     """The report of one ``check``: ``passed``, ``records`` (dicts, the report's schema), ``report``."""
 
-    def __init__(self, report):
+    def __init__(self, report, section="records"):
         self.report = report
-        self.records = report["records"]
+        self.section = section
+        # a section's report also holds what it measures beside the kernel (the QR contraction's original
+        # block): the records are the judged kernel's
+        if section == "records":
+            self.records = report[section]
+        elif section == "axis_audit":  # one record per probed (kind, layout, dtype), all of the kernel
+            self.records = report[section]["records"]
+        else:
+            self.records = [r for r in report[section]["records"] if str(r.get("kernel", "")).startswith("python:")]
 
     @property
     def passed(self):
@@ -53,6 +120,8 @@ class CheckResult:
     @property
     def failing_records(self):
         """Records whose verdict is a failure (report-only records included)."""
+        if self.section == "axis_audit":
+            return [r for r in self.records if not r["kernel"]["as_expected"]]
         return [r for r in self.records if r["verdict"] in FAILING_VERDICTS]
 
     def save(self, path):
@@ -73,9 +142,18 @@ class CheckResult:
 
     def describe(self, record):
         """Why a record failed: op, output, dtype, generator, case, worst element, bound, reproduction."""
+        if self.section == "axis_audit":
+            k, d = record["kernel"], record["declared"]
+            what = k.get("verdict") or f"kernel failure: {k.get('failure')}"
+            affine = (k.get("affine") or {}).get("verdict")
+            return (f"{self.report['axis_audit'].get('kernel')} axis_audit {d['kind']} on {d['layout']} {record['tensor']['shape']} "
+                    f"{k.get('dtype')}: {what}" + (f"; affine: {affine}" if affine else ""))
         wc = record.get("worst_case") or {}
         e = wc.get("element") or {}
-        generator = record["property"].split("/", 1)[-1]
+        if "property" in record:
+            generator = record["property"].split("/", 1)[-1]
+        else:  # grouped records: a kind on a layout
+            generator = f"{record.get('kind')} on layout {wc.get('layout')}"
         lines = [
             f"{record['kernel']} {record['op']}/{record['output']} {record['storage']}: {record['verdict']} "
             f"({record['failed_cases']} of {record['cases']} cases) on generator {generator}",
@@ -84,15 +162,19 @@ class CheckResult:
             lines.append(f"  kernel failure: {record['kernel_failures']['first']}")
         if e:
             lines += [
-                f"  worst element: case {wc.get('case_index')} (seed {wc.get('case_seed')}, {wc.get('rows')} x {wc.get('n')}), "
+                f"  worst element: case {wc.get('case_index', '-')} (seed {wc.get('case_seed')}, {_shape_text(wc)}), "
                 f"row {e.get('row')}, col {e.get('col')}",
                 f"  kernel {e.get('kernel_decimal')} ({e.get('kernel')})  exact {e.get('oracle_decimal')} "
                 f"(correctly rounded {e.get('oracle_rounded')})",
                 f"  error {e.get('ulp_error')} ulp, bound {e.get('bound')} -> error/bound {e.get('bound_ratio')}",
-                f"  rebuild: normcheck.generate({generator!r}, {record['storage']!r}, {wc.get('case_seed')}, "
-                f"max_elements={self.report['config']['shape']['max_elements']})"
-                + ("" if generator != "corpus" else "  (corpus: the case index is the seed)"),
             ]
+            if self.section == "records":
+                lines.append(f"  rebuild: normcheck.generate({generator!r}, {record['storage']!r}, {wc.get('case_seed')}, "
+                             f"max_elements={self.report['config']['shape']['max_elements']})"
+                             + ("" if generator != "corpus" else "  (corpus: the case index is the seed)"))
+            else:
+                lines.append(f"  rebuild: the {self.section} section's case of seed {wc.get('case_seed')} "
+                             f"(check(..., op={record['op']!r}, seed={self.report['config'].get('seed')}) runs it again)")
         return "\n".join(lines)
 
     def raise_for_failures(self):
@@ -111,17 +193,32 @@ class CheckResult:
 
 
 def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cases=None, seed=None, framework="numpy",
-          device="cpu", report_only=False, generators=None, name=None, max_elements=None):
-    """Judges ``fn`` (signature by op: ``SIGNATURES``) on the suite's per-op cases (its row generators
-    and the committed corpus) in each dtype, in this process. ``cases``: cases per generator (default:
-    the suite's); ``generators``: a subset of ``row_generators()``; ``report_only``: records never fail
-    the run (verdicts are still computed). Returns a CheckResult."""
-    if op not in SIGNATURES:
-        raise ValueError(f"unknown op {op!r} ({', '.join(SIGNATURES)})")
-    adapter = _adapter(fn, framework_named(framework, device))
+          device="cpu", report_only=False, generators=None, name=None, max_elements=None, block_form=None):
+    """Judges ``fn`` (signature by op: ``SIGNATURES``, ``SECTION_SIGNATURES``) on the suite's cases of
+    ``op`` in each dtype, in this process: for the per-op ops its row generators and the committed
+    corpus, for the others that section's cases (docs/python.md). ``cases``: cases per generator
+    (default: the suite's); ``generators``: a subset of ``row_generators()`` (per-op) or of the block's
+    or contraction's generators; ``report_only``: records never fail the run (verdicts are still
+    computed); ``block_form``: what a ``linear_rmsnorm`` kernel computes. Returns a CheckResult."""
+    if op not in SIGNATURES and op not in SECTION_SIGNATURES:
+        raise ValueError(f"unknown op {op!r} ({', '.join(list(SIGNATURES) + list(SECTION_SIGNATURES))})")
+    fw = framework_named(framework, device)
     if name is None:
         name = getattr(fn, "__name__", "kernel")
         name = name if name.isidentifier() else "kernel"  # a lambda is "<lambda>"
-    text = _normcheck.check_kernel(adapter, name, op, list(dtypes), suite, cases,
-                                   seed, list(generators or []), bool(report_only), int(max_elements or 0))
-    return CheckResult(json.loads(text))
+    if op in SIGNATURES:
+        if block_form is not None:
+            raise ValueError("block_form is for op='linear_rmsnorm'")
+        text = _normcheck.check_kernel(_adapter(fn, fw), name, op, list(dtypes), suite, cases,
+                                       seed, list(generators or []), bool(report_only), int(max_elements or 0))
+        return CheckResult(json.loads(text))
+    if max_elements is not None:
+        raise ValueError(f"max_elements narrows the per-op cases only; op={op!r} uses its suite's shapes")
+    if op == "linear_rmsnorm" and block_form not in ("composed", "deferred"):
+        raise ValueError("op='linear_rmsnorm' needs block_form='composed' or 'deferred': the form your kernel computes "
+                         "chooses its bound (docs/bounds.md section 11)")
+    if op != "linear_rmsnorm" and block_form is not None:
+        raise ValueError("block_form is for op='linear_rmsnorm'")
+    text = _normcheck.check_section(_section_adapter(fn, op, fw), name, op, list(dtypes), suite, cases, seed,
+                                    list(generators or []), bool(report_only), block_form or "")
+    return CheckResult(json.loads(text), section=_SECTION_KEYS[op])

@@ -22,6 +22,9 @@ class NumpyFramework:
             raise TypeError(f"{name} is a {a.dtype} array, expected {want.name} for {dtype}")
         return np.ascontiguousarray(a, dtype=np.float64).reshape(-1)
 
+    def move_axis(self, t, source, destination):
+        return np.ascontiguousarray(np.moveaxis(t, source, destination))
+
 
 class TorchFramework:
     def __init__(self, device):
@@ -40,6 +43,9 @@ class TorchFramework:
         if out.dtype != self.types[dtype]:
             raise TypeError(f"{name} is {out.dtype}, expected {self.types[dtype]} for {dtype}")
         return out.detach().to(device="cpu", dtype=self.torch.float64).contiguous().numpy().reshape(-1)
+
+    def move_axis(self, t, source, destination):
+        return t.movedim(source, destination).contiguous()
 
 
 def framework_named(name, device):

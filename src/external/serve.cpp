@@ -191,9 +191,12 @@ struct ServePool::Impl {
 };
 
 ServePool::ServePool(ExecSpec spec) : spec_(spec), impl_(std::make_unique<Impl>(std::move(spec))) {}
+ServePool::ServePool(ExecSpec spec, InProcessServer server, std::string kind)
+    : spec_(std::move(spec)), kind_(std::move(kind)), server_(std::move(server)) {}
 ServePool::~ServePool() = default;
 
 FileCallResult ServePool::call(const FileCall& c) {
+  if (server_) return server_(c);
   FileCallResult r;
   if (std::string broken = impl_->start_failures.given_up(); !broken.empty()) {
     r.failure = broken;
@@ -266,7 +269,7 @@ std::vector<KernelEntry> serve_kernels(const std::shared_ptr<ServePool>& pool, c
   std::vector<KernelEntry> out;
   for (Op op : ops)
     for (DType dt : dtypes)
-      out.push_back({"serve:" + spec.name, spec.name, op, dt, dtype_info(dt).default_accum, false,
+      out.push_back({pool->kernel_name(), spec.name, op, dt, dtype_info(dt).default_accum, false,
                      [pool, op](const LayerNormCase& c) { return kernel_outputs(pool->call(layernorm_call(op, c))); }});
   return out;
 }

@@ -2,6 +2,7 @@
 /// Serve mode's worker processes (docs/plugins.md, "Serve mode"), for any op that travels as .npy
 /// files: a call names its manifest fields, input tensors and expected outputs; a pool hands each
 /// calling thread its own long-running process.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,16 +39,26 @@ struct FileCallResult {
 
 class ServeWorker;
 
-/// One long-running process per calling thread, replaced when it fails.
+/// A serve command inside this process: answers a call as the command would (outputs, "unsupported"
+/// as `skipped`, an error as `failure`). The Python module's callables (normcheck.check) are one.
+using InProcessServer = std::function<FileCallResult(const FileCall&)>;
+
+/// One long-running process per calling thread, replaced when it fails; or an in-process server.
 class ServePool {
  public:
   explicit ServePool(ExecSpec spec);
+  /// Calls go to `server` in the calling thread; its kernels are named "<kind>:<spec.name>".
+  ServePool(ExecSpec spec, InProcessServer server, std::string kind);
   ~ServePool();
   FileCallResult call(const FileCall& c);
   const ExecSpec& spec() const { return spec_; }
+  /// The name of the kernels it serves: "serve:<name>" (or "<kind>:<name>" in process).
+  std::string kernel_name() const { return kind_ + ":" + spec_.name; }
 
  private:
   ExecSpec spec_;
+  std::string kind_ = "serve";
+  InProcessServer server_;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

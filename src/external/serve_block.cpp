@@ -37,7 +37,7 @@ std::vector<BlockKernelEntry> serve_block_kernels(const std::shared_ptr<ServePoo
   for (DType dt : dtypes)
     out.push_back({spec.name, dt, dtype_info(dt).default_accum, false,
                    [pool, form](const RmsBlockCase& c) { return block_outputs_of(pool->call(block_file_call(c, form))); },
-                   "serve:" + spec.name, form});
+                   pool->kernel_name(), form});
   return out;
 }
 

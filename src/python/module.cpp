@@ -1,134 +1,31 @@
-// The Python module's native part (`normcheck._normcheck`, pybind11): the harness's generators, the
-// certified oracle as a function, and `check_kernel`, which judges a Python callable in-process
-// through the same runner, bounds, contracts and report as `normcheck run` (the callable is an
-// external kernel "python:<name>", judged by its dtype's contract). The Python package
-// (python/normcheck) wraps it: framework conversions, result objects, pytest helpers.
+// The Python module's native part (`normcheck._normcheck`, pybind11): in-process judging of a
+// Python callable through the same runner, sections, bounds, contracts and report as `normcheck
+// run` (the callable is an external kernel "python:<name>": a per-op kernel entry, or for the other
+// sections an in-process serve command), plus the bindings of src/python/reference.cpp. The Python
+// package (python/normcheck) wraps it: framework conversions, result objects, pytest helpers.
 #include <pybind11/functional.h>
-#include <pybind11/numpy.h>
-#include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cmath>
-#include <stdexcept>
-#include <string>
-#include <vector>
-
-#include <fmt/format.h>
-
-#include "core/float_format.hpp"
-#include "core/layernorm_case.hpp"
-#include "oracles/certified_layernorm.hpp"
-#include "properties/generators.hpp"
+#include "external/plugin.hpp"
+#include "external/serve.hpp"
+#include "python/convert.hpp"
 #include "report/report.hpp"
+#include "report/verdicts.hpp"
+#include "sections/options.hpp"
 #include "sections/section.hpp"
 #include "suite/judge.hpp"
 #include "suite/runner.hpp"
 #include "suite/suites.hpp"
 
-namespace py = pybind11;
 using namespace normcheck;
+using namespace normcheck::python;
 
 namespace {
-
-DType dtype_named(const std::string& name) {
-  const auto dt = parse_dtype(name);
-  if (!dt) throw py::value_error("unknown dtype '" + name + "' (f16, bf16, f32, f64)");
-  return *dt;
-}
 
 Op op_named(const std::string& name) {
   for (Op op : {Op::layernorm_forward, Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward})
     if (op_name(op) == name) return op;
   throw py::value_error("unknown op '" + name + "' (layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward)");
-}
-
-py::array_t<double> array_of(const std::vector<double>& v, int64_t rows, int64_t n) {
-  py::array_t<double> a(rows > 0 ? std::vector<py::ssize_t>{rows, n} : std::vector<py::ssize_t>{n});
-  std::copy(v.begin(), v.end(), a.mutable_data());
-  return a;
-}
-
-std::vector<double> vector_of(const py::handle& h, const char* name) {
-  const auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(h);
-  if (!a) throw py::type_error(std::string(name) + " must be an array of numbers");
-  return std::vector<double>(a.data(), a.data() + a.size());
-}
-
-py::dict case_dict(const LayerNormCase& c) {
-  py::dict d;
-  d["dtype"] = std::string(dtype_info(c.dtype).name);
-  d["rows"] = c.rows;
-  d["n"] = c.n;
-  d["eps"] = c.eps;
-  d["x"] = array_of(c.x, c.rows, c.n);
-  d["gamma"] = array_of(c.gamma, 0, c.n);
-  d["beta"] = array_of(c.beta, 0, c.n);
-  d["dy"] = array_of(c.dy, c.rows, c.n);
-  d["generator"] = c.generator;
-  d["seed"] = c.seed;
-  d["digest"] = std::to_string(case_digest(c));
-  return d;
-}
-
-/// A case from the harness's generator: exact values of the dtype, as float64 arrays.
-py::dict generate(const std::string& generator, const std::string& dtype, uint64_t seed, int64_t rows, int64_t n, int64_t max_elements) {
-  if (!gen::is_row_generator(generator) && generator != gen::kCorpusGenerator)
-    throw py::value_error("unknown generator '" + generator + "'");
-  gen::ShapeRequest shape;
-  shape.rows = rows;
-  shape.n = n;
-  shape.max_elements = max_elements;
-  return case_dict(gen::make_layernorm_case(generator, dtype_named(dtype), seed, shape));
-}
-
-/// One output's certificates: the correctly rounded dtype values, the enclosure (hi + lo +- rad,
-/// unscaled), whether each rounding is decided.
-py::dict certificates(const std::vector<CertifiedValue>& v, int64_t rows, int64_t n) {
-  std::vector<double> rounded, hi, lo, rad, decided;
-  for (const CertifiedValue& cv : v) {
-    rounded.push_back(cv.rounded);
-    hi.push_back(std::ldexp(cv.hi, cv.scale));
-    lo.push_back(std::ldexp(cv.lo, cv.scale));
-    rad.push_back(std::ldexp(cv.rad, cv.scale));
-    decided.push_back(cv.rounding_decided ? 1.0 : 0.0);
-  }
-  py::dict d;
-  d["rounded"] = array_of(rounded, rows, n);
-  d["hi"] = array_of(hi, rows, n);
-  d["lo"] = array_of(lo, rows, n);
-  d["rad"] = array_of(rad, rows, n);
-  d["decided"] = array_of(decided, rows, n).attr("astype")("bool");
-  return d;
-}
-
-/// The certified reference of LayerNorm or RMSNorm (and its VJP when dy is given) on exact inputs of
-/// the dtype: refuses values the dtype cannot hold, eps <= 0 and mismatched shapes.
-py::dict reference(bool rms, const py::handle& x, const py::handle& gamma, const py::object& beta, double eps, const std::string& dtype,
-                   const py::object& dy) {
-  LayerNormCase c;
-  c.dtype = dtype_named(dtype);
-  const auto xa = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(x);
-  if (!xa || xa.ndim() != 2) throw py::value_error("x must be a 2-D array (rows, n)");
-  c.rows = xa.shape(0);
-  c.n = xa.shape(1);
-  c.eps = eps;
-  c.x = vector_of(x, "x");
-  c.gamma = vector_of(gamma, "gamma");
-  c.beta = beta.is_none() ? std::vector<double>(static_cast<size_t>(c.n), 0.0) : vector_of(beta, "beta");
-  const bool with_vjp = !dy.is_none();
-  if (with_vjp) c.dy = vector_of(dy, "dy");
-  if (auto err = validate_case(c, with_vjp)) throw py::value_error(*err);
-  const oracle::CertifiedLayerNorm r = rms ? oracle::certified_rmsnorm(c, with_vjp) : oracle::certified_layernorm(c, with_vjp);
-  py::dict out;
-  out["y"] = certificates(r.y, c.rows, c.n);
-  if (with_vjp) {
-    out["dx"] = certificates(r.dx, c.rows, c.n);
-    out["dgamma"] = certificates(r.dgamma, 0, c.n);
-    if (!rms) out["dbeta"] = certificates(r.dbeta, 0, c.n);
-  }
-  out["precision_bits"] = r.precision_bits;
-  out["max_err_ulps"] = r.max_err_ulps;
-  return out;
 }
 
 /// The Python kernel as an external kernel entry: `adapter(op, dtype, case)` returns the op's outputs
@@ -145,13 +42,8 @@ KernelEntry python_kernel(const py::function& adapter, const std::string& name, 
       if (outputs.size() != names.size())
         throw std::runtime_error("returned " + std::to_string(outputs.size()) + " outputs, expected " + std::to_string(names.size()));
       for (size_t i = 0; i < names.size(); ++i) {
-        std::vector<double> v = vector_of(outputs[i], names[i].c_str());
         const size_t want = names[i] == "dgamma" || names[i] == "dbeta" ? static_cast<size_t>(c.n) : c.x.size();
-        if (v.size() != want)
-          throw std::runtime_error(names[i] + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(want));
-        for (double e : v)  // NaN and inf are judged (they fail where the exact value is finite); others must be dtype values
-          if (std::isfinite(e) && round_to_dtype(e, dt) != e)
-            throw std::runtime_error(names[i] + " holds " + fmt::format("{:a}", e) + ", not a " + std::string(dtype_info(dt).name) + " value");
+        std::vector<double> v = checked_output(outputs[i], names[i], want, dt);
         std::vector<double>& slot = names[i] == "y" ? out.y : names[i] == "dx" ? out.dx : names[i] == "dgamma" ? out.dgamma : out.dbeta;
         slot = std::move(v);
       }
@@ -205,19 +97,123 @@ std::string check_kernel(const py::function& adapter, const std::string& name, c
   return report.dump();
 }
 
+/// The Python kernel as an in-process serve command: `adapter(op, dtype, manifest_json, inputs,
+/// outputs)` gets the serve request (docs/plugins.md, "Serve mode": its manifest as JSON text, its
+/// input tensors as float64 arrays of their shapes, the (name, shape) of each output) and returns a
+/// dict of the outputs, or None to decline the call ("unsupported"). An exception, a missing or
+/// wrongly sized output or a value the dtype cannot hold fails the call (a kernel failure).
+external::InProcessServer python_server(const py::function& adapter) {
+  return [adapter](const external::FileCall& call) {
+    py::gil_scoped_acquire gil;
+    external::FileCallResult r;
+    try {
+      py::dict inputs;
+      for (const external::NamedTensor& t : call.inputs) {
+        inputs[py::str(t.name)] = array_shaped(*t.values, t.shape);
+      }
+      py::list outputs;
+      for (const auto& [name, shape] : call.outputs) outputs.append(py::make_tuple(name, py::tuple(py::cast(shape))));
+      const std::string dtype(dtype_info(call.dtype).name);
+      const py::object got = adapter(call.manifest.value("op", std::string()), dtype, call.manifest.dump(), inputs, outputs);
+      if (got.is_none()) {
+        r.skipped = true;
+        return r;
+      }
+      const auto dict = got.cast<py::dict>();
+      for (const auto& [name, shape] : call.outputs) {
+        if (!dict.contains(name)) throw std::runtime_error("returned no output '" + name + "'");
+        size_t want = 1;
+        for (int64_t d : shape) want *= static_cast<size_t>(d);
+        r.outputs[name] = checked_output(dict[py::str(name)], name, want, call.dtype);
+      }
+    } catch (const std::exception& e) {
+      r = external::FileCallResult{};
+      const std::string msg = e.what();
+      r.failure = "python kernel raised: " + msg.substr(0, msg.find('\n'));
+    }
+    return r;
+  };
+}
+
+/// The options of a section run of `check`: the suite's cases of `op` in `dtypes`.
+RunOptions section_options(const std::string& name, const std::string& op, const std::vector<std::string>& dtypes, const std::string& suite,
+                           std::optional<int> cases, std::optional<uint64_t> seed, const std::vector<std::string>& generators,
+                           bool report_only, const std::string& block_form) {
+  RunOptions o;
+  o.suite = suite;
+  o.ops = {op};
+  o.dtypes = dtypes;
+  o.seed = seed;
+  o.threads = 1;
+  o.report_only = report_only;
+  o.exec_name = name;
+  o.block_form = block_form;
+  if (cases && *cases < 1) throw py::value_error("cases must be at least 1");
+  if (op == "layernorm_jvp") o.jvp_cases = cases;
+  if (op == "grouped_norm") o.grouped_cases = cases;
+  if (op == "linear_rmsnorm") o.block_cases = cases, o.block_generators = generators;
+  if (op == "qr_contraction") o.contraction_cases = cases, o.contraction_generators = generators;
+  if (!generators.empty() && op != "linear_rmsnorm" && op != "qr_contraction")
+    throw py::value_error("generators narrows the per-op, linear_rmsnorm and qr_contraction cases only");
+  return o;
+}
+
+/// Judges a Python kernel on a suite's cases of one section op (layernorm_jvp, grouped_norm,
+/// linear_rmsnorm, qr_contraction) through that section, as `normcheck run --serve ... --ops OP`
+/// would judge a serve command; returns the report as JSON text.
+std::string check_section(const py::function& adapter, const std::string& name, const std::string& op, const std::vector<std::string>& dtypes,
+                          const std::string& suite, std::optional<int> cases, std::optional<uint64_t> seed,
+                          const std::vector<std::string>& generators, bool report_only, const std::string& block_form) {
+  auto cfg = suite_config(suite);
+  if (!cfg) throw py::value_error("unknown suite '" + suite + "' (quick, default, nightly, llm)");
+  if (dtypes.empty()) throw py::value_error("dtypes is empty");
+  RunConfig common = *cfg;
+  common.dtypes.clear();
+  for (const std::string& d : dtypes) common.dtypes.push_back(dtype_named(d));
+  if (seed) common.seed = *seed;
+  common.threads = 1;
+  const RunOptions o = section_options(name, op, dtypes, suite, cases, seed, generators, report_only, block_form);
+  sections::ExternalKernels ext;
+  ext.serve = std::make_shared<external::ServePool>(external::ExecSpec{"", name}, python_server(adapter), "python");
+  ext.specs.name = name;
+  ext.specs.block_form = block_form;
+  const sections::PlanInputs in{o, common, &ext};
+  const sections::Section* section = sections::section_by_op(op);
+  if (section == nullptr || section->key() == "records") throw py::value_error("unknown op '" + op + "'");
+  std::unique_ptr<sections::SectionRun> run;
+  try {
+    run = section->plan(in);
+  } catch (const sections::PlanError& e) {
+    throw py::value_error(e.what());
+  }
+  if (!run) throw py::value_error("op '" + op + "' plans no cases in suite '" + suite + "'");
+  RunMetadata meta{utc_now(), "", "normcheck.check(" + name + ", op=" + op + ", suite=" + suite + ")"};
+  {
+    py::gil_scoped_release release;  // the kernel calls take the GIL back (python_server)
+    run->run("");
+  }
+  meta.end_time = utc_now();
+  common.external = ext.specs;
+  nlohmann::json report = report_header(common, meta);
+  for (const sections::Section* s : sections::registry())
+    if (s->key() != "records") report[std::string(s->key())] = nullptr;
+  run->write(report, "normcheck-python-report.json");
+  report["run"]["passed"] = run->passed() && run->judged_external_elements() > 0;
+  report["run"]["complete"] = true;
+  return report.dump();
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_normcheck, m) {
   m.doc() = "normcheck's native part: generators, the certified oracle, in-process judging (docs/python.md)";
-  m.def("generate", &generate, py::arg("generator"), py::arg("dtype"), py::arg("seed"), py::arg("rows") = 0, py::arg("n") = 0,
-        py::arg("max_elements") = 65536);
-  m.def("reference", &reference, py::arg("rms"), py::arg("x"), py::arg("gamma"), py::arg("beta"), py::arg("eps"), py::arg("dtype"),
-        py::arg("dy"));
+  bind_reference(m);
   m.def("check_kernel", &check_kernel, py::arg("adapter"), py::arg("name"), py::arg("op"), py::arg("dtypes"), py::arg("suite"),
         py::arg("cases"), py::arg("seed"), py::arg("generators"), py::arg("report_only"), py::arg("max_elements"));
+  m.def("check_section", &check_section, py::arg("adapter"), py::arg("name"), py::arg("op"), py::arg("dtypes"), py::arg("suite"),
+        py::arg("cases"), py::arg("seed"), py::arg("generators"), py::arg("report_only"), py::arg("block_form"));
   py::tuple failing(kFailingVerdicts.size());
   for (size_t i = 0; i < kFailingVerdicts.size(); ++i) failing[i] = std::string(kFailingVerdicts[i]);
   m.attr("FAILING_VERDICTS") = failing;  // report/verdicts.hpp, the one list
-  m.def("row_generators", [] { return gen::row_generator_names(); });
   m.def("op_outputs", [](const std::string& op) { return op_outputs(op_named(op)); });
 }

@@ -119,7 +119,7 @@ class BlockSection final : public Section {
   std::unique_ptr<SectionRun> plan(const PlanInputs& in) const override {
     const RunOptions& o = in.options;
     const bool named = in.names_any(ops());
-    if (!o.block_form.empty() && (!named || o.serve.empty())) throw PlanError("--block-form is for --serve with --ops linear_rmsnorm");
+    if (!o.block_form.empty() && (!named || !(in.external && in.external->serve))) throw PlanError("--block-form is for --serve with --ops linear_rmsnorm");
     BlockSuiteConfig cfg = *suite_block_config(o.suite);
     cfg.dtypes = in.common.dtypes;
     std::copy_if(o.variants.begin(), o.variants.end(), std::back_inserter(cfg.variants), is_block_variant);

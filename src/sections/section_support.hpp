@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "external/plugin.hpp"
+#include "external/serve.hpp"
 #include "sections/options.hpp"
 #include "sections/section.hpp"
 
@@ -40,7 +41,7 @@ std::optional<K> one_external_kernel(const PlanInputs& in, std::string_view sect
   std::vector<K> found;
   for (const external::PluginInfo& p : in.external->plugins)
     if (provides(p)) found.push_back(K{"plugin:" + p.name, from_plugin(p), o.report_only});
-  if (in.external->serve) found.push_back(K{"serve:" + o.exec_name, from_serve(in.external->serve), o.report_only});
+  if (in.external->serve) found.push_back(K{in.external->serve->kernel_name(), from_serve(in.external->serve), o.report_only});
   if (found.size() > 1) throw PlanError(fmt::format("more than one external kernel for --ops {} (plugins, --serve): judge one at a time", section));
   if (named && found.empty())
     throw PlanError(fmt::format("--ops {}: no external kernel implements it (an ABI v2 plugin with {}, or --serve)", section, abi_op));
