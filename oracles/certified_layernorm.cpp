@@ -136,6 +136,15 @@ CertifiedLayerNormJvp certified_layernorm_jvp(const LayerNormCase& c, const Laye
                      0, c, t);
 }
 
+CertifiedLayerNormJvp certified_rmsnorm_jvp(const LayerNormCase& c, const LayerNormTangents& t) {
+  if (c.dtype == DType::f64)
+    return cascade_jvp({evaluate_rmsnorm_jvp_dd_ball, evaluate_rmsnorm_jvp_mpfi50, evaluate_rmsnorm_jvp_mpfi150, evaluate_rmsnorm_jvp_mpfi400}, 0,
+                       c, t);
+  return cascade_jvp({evaluate_rmsnorm_jvp_ball, evaluate_rmsnorm_jvp_dd_ball, evaluate_rmsnorm_jvp_mpfi50,
+                      evaluate_rmsnorm_jvp_mpfi150, evaluate_rmsnorm_jvp_mpfi400},
+                     0, c, t);
+}
+
 CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
   if (c.dtype == DType::f64)
     return escalate_until_accepted<CertifiedRmsBlock>(

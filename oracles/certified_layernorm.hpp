@@ -40,19 +40,28 @@ struct CertifiedLayerNormJvp {
 CertifiedLayerNorm evaluate_layernorm_ball(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNorm evaluate_rmsnorm_ball(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNormJvp evaluate_layernorm_jvp_ball(const LayerNormCase& c, const LayerNormTangents& t);
+CertifiedLayerNormJvp evaluate_rmsnorm_jvp_ball(const LayerNormCase& c, const LayerNormTangents& t);
 
 /// The double-double ball level (oracles/dd_ball.hpp, 106-bit midpoints with rigorous radii): f64
 /// outputs and the cancellations the double ball cannot resolve, before MPFI.
 CertifiedLayerNorm evaluate_layernorm_dd_ball(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNorm evaluate_rmsnorm_dd_ball(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNormJvp evaluate_layernorm_jvp_dd_ball(const LayerNormCase& c, const LayerNormTangents& t);
+CertifiedLayerNormJvp evaluate_rmsnorm_jvp_dd_ball(const LayerNormCase& c, const LayerNormTangents& t);
 
 CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi50(const LayerNormCase& c, const LayerNormTangents& t);
 CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi150(const LayerNormCase& c, const LayerNormTangents& t);
 CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi400(const LayerNormCase& c, const LayerNormTangents& t);
 
+CertifiedLayerNormJvp evaluate_rmsnorm_jvp_mpfi50(const LayerNormCase& c, const LayerNormTangents& t);
+CertifiedLayerNormJvp evaluate_rmsnorm_jvp_mpfi150(const LayerNormCase& c, const LayerNormTangents& t);
+CertifiedLayerNormJvp evaluate_rmsnorm_jvp_mpfi400(const LayerNormCase& c, const LayerNormTangents& t);
+
 /// Certified JVP, escalating 168 -> 500 -> 1330 bits like certified_layernorm.
 CertifiedLayerNormJvp certified_layernorm_jvp(const LayerNormCase& c, const LayerNormTangents& t);
+/// Certified RMSNorm JVP along (t.dx, t.dgamma): du = gamma r (dx - z mean(z dx)) + z dgamma, z = x r
+/// (the case's beta and t.dbeta are not used); the same cascade.
+CertifiedLayerNormJvp certified_rmsnorm_jvp(const LayerNormCase& c, const LayerNormTangents& t);
 
 /// Evaluates at 50 decimal digits (MPFI, about 168 bits).
 CertifiedLayerNorm evaluate_layernorm_mpfi50(const LayerNormCase& c, bool with_vjp);

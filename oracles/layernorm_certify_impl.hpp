@@ -73,19 +73,25 @@ CertifiedLayerNorm evaluate(const LayerNormCase& c, bool with_vjp, int precision
   return out;
 }
 
+/// Certifies a JVP's du (collects the max error over its elements).
 template <class Interval>
-CertifiedLayerNormJvp evaluate_jvp(const LayerNormCase& c, const LayerNormTangents& t, int precision_bits) {
-  std::vector<Interval> du;
-  layernorm_jvp(c, to_real<Interval>(t.dx), to_real<Interval>(t.dgamma), to_real<Interval>(t.dbeta), du);
+CertifiedLayerNormJvp certify_jvp(const std::vector<Interval>& du, DType dtype, int precision_bits) {
   CertifiedLayerNorm acc;  // collects the max error over outputs
   CertifiedLayerNormJvp out;
   out.precision_bits = precision_bits;
-  out.du = certify_all(du, c.dtype, acc);
+  out.du = certify_all(du, dtype, acc);
   out.max_err_ulps = acc.max_err_ulps;
   out.max_rel_err = acc.max_rel_err;
   out.undecided_roundings = acc.undecided_roundings;
   out.certified = acc.max_err_ulps <= kRequiredUlpFraction;
   return out;
+}
+
+template <class Interval>
+CertifiedLayerNormJvp evaluate_jvp(const LayerNormCase& c, const LayerNormTangents& t, int precision_bits) {
+  std::vector<Interval> du;
+  layernorm_jvp(c, to_real<Interval>(t.dx), to_real<Interval>(t.dgamma), to_real<Interval>(t.dbeta), du);
+  return certify_jvp(du, c.dtype, precision_bits);
 }
 
 /// The RMSNorm view of a LayerNorm case: gain g = gamma, no linear layer.
@@ -120,6 +126,12 @@ CertifiedLayerNorm evaluate_rms(const LayerNormCase& c, bool with_vjp, int preci
   }
   out.certified = out.max_err_ulps <= kRequiredUlpFraction;
   return out;
+}
+
+/// The RMSNorm JVP along (dx, dgamma) of the case (gamma the gain; beta and dbeta unused).
+template <class Interval>
+CertifiedLayerNormJvp evaluate_rms_jvp(const LayerNormCase& c, const LayerNormTangents& t, int precision_bits) {
+  return certify_jvp(rmsnorm_jvp(rms_case_of(c), to_real<Interval>(t.dx), to_real<Interval>(t.dgamma)), c.dtype, precision_bits);
 }
 
 /// The nearest-ish double of a value of the oracle's Real type (a diagnostic, not certified).
@@ -201,6 +213,9 @@ int mpfi_bits() {
   CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi##Digits(const LayerNormCase& c, const LayerNormTangents& t) { \
     return detail::evaluate_jvp<detail::MpfiInterval<Digits>>(c, t, detail::mpfi_bits<Digits>());    \
   }                                                                                             \
+  CertifiedLayerNormJvp evaluate_rmsnorm_jvp_mpfi##Digits(const LayerNormCase& c, const LayerNormTangents& t) { \
+    return detail::evaluate_rms_jvp<detail::MpfiInterval<Digits>>(c, t, detail::mpfi_bits<Digits>()); \
+  }                                                                                             \
   CertifiedLayerNorm evaluate_rmsnorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {      \
     return detail::evaluate_rms<detail::MpfiInterval<Digits>>(c, with_vjp, detail::mpfi_bits<Digits>()); \
   }                                                                                             \
@@ -221,6 +236,9 @@ int mpfi_bits() {
   }                                                                                               \
   CertifiedLayerNormJvp evaluate_layernorm_jvp_##suffix(const LayerNormCase& c, const LayerNormTangents& t) { \
     return detail::evaluate_jvp<Real>(c, t, bits);                                                \
+  }                                                                                               \
+  CertifiedLayerNormJvp evaluate_rmsnorm_jvp_##suffix(const LayerNormCase& c, const LayerNormTangents& t) { \
+    return detail::evaluate_rms_jvp<Real>(c, t, bits);                                            \
   }                                                                                               \
   CertifiedRmsBlock evaluate_rms_block_##suffix(const RmsBlockCase& c) {                          \
     return detail::evaluate_rms_block<Real>(c, bits, false);                                      \

@@ -574,9 +574,10 @@ namespace {
 
 /// verdict per "<dtype> <generator>" of a report's layernorm_jvp section, and its replay command of
 /// the first failing record.
-std::map<std::string, std::string> jvp_verdicts(const nlohmann::json& report, std::string* first_failing_replay = nullptr) {
+std::map<std::string, std::string> jvp_verdicts(const nlohmann::json& report, std::string* first_failing_replay = nullptr,
+                                                const std::string& op = "layernorm_jvp") {
   std::map<std::string, std::string> v;
-  for (const auto& r : report.at("layernorm_jvp").at("records")) {
+  for (const auto& r : report.at(op).at("records")) {
     if (r.at("cases").get<int64_t>() == 0) continue;
     v[r.at("storage").get<std::string>() + " " + r.at("property").get<std::string>()] = r.at("verdict");
     if (first_failing_replay && first_failing_replay->empty() && r.at("verdict") == "fail")
@@ -585,9 +586,10 @@ std::map<std::string, std::string> jvp_verdicts(const nlohmann::json& report, st
   return v;
 }
 
-nlohmann::json external_jvp_run(const std::string& kernel_flags, const std::string& name, int expected_exit) {
-  const fs::path out = scratch() / ("jvp_" + name + ".json");
-  const Outcome o = run_cli("run " + kernel_flags + " --ops layernorm_jvp --dtypes f32,f64 --jvp-cases 2 --out " + out.string());
+nlohmann::json external_jvp_run(const std::string& kernel_flags, const std::string& name, int expected_exit,
+                                const std::string& op = "layernorm_jvp") {
+  const fs::path out = scratch() / (op + "_" + name + ".json");
+  const Outcome o = run_cli("run " + kernel_flags + " --ops " + op + " --dtypes f32,f64 --jvp-cases 2 --out " + out.string());
   EXPECT_EQ(o.exit_code, expected_exit) << o.out << o.err;
   return load_json(out);
 }
@@ -617,6 +619,35 @@ TEST(Serve, TheLayerNormJvpIsJudgedThroughServeModeAndAMissingTangentTermIsCaugh
   for (const auto& [key, verdict] : jvp_verdicts(j)) EXPECT_EQ(verdict, "pass") << key;
   j = external_jvp_run("--serve '" + server + " --jvp-no-dgamma' --exec-name numpy", "serve_no_dgamma", 1);
   EXPECT_EQ(jvp_verdicts(j)["f32 accuracy/normal"], "fail");
+}
+
+TEST(PluginAbiV2, TheRmsNormJvpIsJudgedThroughAVersion2PluginAndAMissingTangentTermIsCaught) {
+  nlohmann::json j = external_jvp_run("--kernel " + plugin_v2("good"), "v2_good", 0, "rmsnorm_jvp");
+  auto v = jvp_verdicts(j, nullptr, "rmsnorm_jvp");
+  EXPECT_EQ(v.size(), 2u * 11u);
+  for (const auto& [key, verdict] : v)  // overflow_prone: the sum of squares may overflow, every bound void
+    EXPECT_EQ(verdict, key.find("overflow_prone") != std::string::npos ? "uncertified" : "pass") << key;
+  EXPECT_EQ(j.at("rmsnorm_jvp").at("records").at(0).at("kernel"), "plugin:nc_v2_good");
+  EXPECT_EQ(j.at("rmsnorm_jvp").at("records").at(0).at("op"), "rmsnorm_jvp");
+  j = external_jvp_run("--kernel " + plugin_v2("jvp_no_dgamma"), "v2_no_dgamma", 1, "rmsnorm_jvp");
+  std::string replay;
+  v = jvp_verdicts(j, &replay, "rmsnorm_jvp");
+  for (const char* key : {"f32 accuracy/normal", "f64 accuracy/normal"}) EXPECT_EQ(v[key], "fail") << key;
+  ASSERT_NE(replay.find("--rms-jvp-record"), std::string::npos) << replay;
+  const Outcome r = run_shell("cd / && " + std::string(NORMCHECK_BINARY) + replay.substr(9));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("plugin:nc_v2_jvp_no_dgamma"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("replay reproduces the recorded worst element"), std::string::npos) << r.out;
+}
+
+TEST(Serve, TheRmsNormJvpIsJudgedThroughServeModeAndAMissingTangentTermIsCaught) {
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const std::string server = kPython + " " + script("serve_numpy.py");
+  nlohmann::json j = external_jvp_run("--serve '" + server + "' --exec-name numpy", "serve_good", 0, "rmsnorm_jvp");
+  for (const auto& [key, verdict] : jvp_verdicts(j, nullptr, "rmsnorm_jvp"))
+    EXPECT_EQ(verdict, key.find("overflow_prone") != std::string::npos ? "uncertified" : "pass") << key;
+  j = external_jvp_run("--serve '" + server + " --jvp-no-dgamma' --exec-name numpy", "serve_no_dgamma", 1, "rmsnorm_jvp");
+  EXPECT_EQ(jvp_verdicts(j, nullptr, "rmsnorm_jvp")["f32 accuracy/normal"], "fail");
 }
 
 TEST(PluginAbiV2, AWrongGroupCountAndAWrongDeferredCorrectionAreCaught) {

@@ -205,11 +205,25 @@ def compute_jvp(case_dir, m, no_dgamma=False):
     store(os.path.join(case_dir, m["outputs"]["du"]), du, dtype)
 
 
+def compute_rms_jvp(case_dir, m, no_dgamma=False):
+    """The RMSNorm JVP (op rmsnorm_jvp, serve mode): du = gamma r (dx - z mean(z dx)) + z dgamma,
+    z = x r, along the tangents dx, dgamma. no_dgamma drops the z dgamma term."""
+    dtype, eps = m["dtype"], float(m["eps"])
+    path = lambda name: os.path.join(case_dir, m["inputs"][name])
+    x, g, tx, tg = (load(path(k), dtype) for k in ("x", "gamma", "dx", "dgamma"))
+    r = 1.0 / np.sqrt((x * x).mean(axis=1, keepdims=True) + eps)
+    z = x * r
+    du = g * r * (tx - z * (z * tx).mean(axis=1, keepdims=True)) + (0.0 if no_dgamma else z * tg)
+    store(os.path.join(case_dir, m["outputs"]["du"]), du, dtype)
+
+
 def compute(case_dir, m, one_pass=False, wrong_groups=False, bias_in_correction=False, k_divisor=False, no_dgamma=False):
     """Reads the inputs the manifest m names in case_dir and writes its outputs there."""
     dtype, op, eps = m["dtype"], m["op"], float(m["eps"])
     if op == "layernorm_jvp":
         return compute_jvp(case_dir, m, no_dgamma)
+    if op == "rmsnorm_jvp":
+        return compute_rms_jvp(case_dir, m, no_dgamma)
     if op == "contracted_block":
         return compute_contracted(case_dir, m, k_divisor)
     if op == "grouped_norm":

@@ -11,7 +11,7 @@ Diagnostics go to stderr, never stdout. Ops: layernorm/rmsnorm forward and backw
 (batch, group, instance and channel-layer norm on any layout, layer norm and RMSNorm over the
 trailing axes), linear_rmsnorm (the Linear o RMSNorm block in its fused deferred form: run with
 --block-form deferred), contracted_block (the QR-contracted affine -> LayerNorm -> affine
-block) and layernorm_jvp (the LayerNorm JVP). --one-pass plants the textbook E[x^2]-E[x]^2 variance; --wrong-groups plants a group norm
+block), layernorm_jvp and rmsnorm_jvp (the JVPs). --one-pass plants the textbook E[x^2]-E[x]^2 variance; --wrong-groups plants a group norm
 over one group whatever G is; --bias-in-correction plants <dy, y> for <dy, y - b> in the deferred
 backward; --k-divisor plants |R xbar|^2 / k for / n in the contracted block; --jvp-no-dgamma drops
 the JVP's z dgamma term.

@@ -5,8 +5,9 @@ RMSNorm composed from torch ops as models write it, x * rsqrt(mean(x^2) + eps) *
 norms of the grouped suite (op grouped_norm): F.batch_norm (training forward and backward, the
 running-statistic update, inference from the statistics before it), F.group_norm and
 F.instance_norm, F.layer_norm over the last k axes, RMSNorm over the last k axes composed from ops,
-channel layer norm as ConvNeXt writes it, on NCHW, NHWC and (N, L, C) tensors, the LayerNorm JVP
-through forward-mode AD (torch.autograd.forward_ad on F.layer_norm), and the Linear o RMSNorm block composed from
+channel layer norm as ConvNeXt writes it, on NCHW, NHWC and (N, L, C) tensors, the LayerNorm and
+RMSNorm JVPs through forward-mode AD (torch.autograd.forward_ad on F.layer_norm and on the composed
+RMSNorm), and the Linear o RMSNorm block composed from
 RMSNorm and F.linear (op linear_rmsnorm, --block-form composed). f32, bf16 and f64 on the CPU; what torch
 1.13 does not implement on the CPU (f16, some bf16 ops) answers "unsupported".
 
@@ -138,12 +139,27 @@ def jvp(d, m):
         store(os.path.join(d, m["outputs"]["du"]), fwad.unpack_dual(y).tangent, dtype)
 
 
+def rms_jvp(d, m):
+    """The RMSNorm JVP through forward-mode AD of the composed RMSNorm x * rsqrt(mean(x^2) + eps) * g
+    (ATen 1.13 has no RMSNorm kernel), tangents dx, dgamma."""
+    import torch.autograd.forward_ad as fwad
+    dtype, eps = m["dtype"], float(m["eps"])
+    path = lambda name: os.path.join(d, m["inputs"][name])
+    x, g, tx, tg = (load(path(k), dtype) for k in ("x", "gamma", "dx", "dgamma"))
+    with fwad.dual_level():
+        xd = fwad.make_dual(x, tx)
+        y = xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps) * fwad.make_dual(g, tg)
+        store(os.path.join(d, m["outputs"]["du"]), fwad.unpack_dual(y).tangent, dtype)
+
+
 def compute(d, m):
     dtype, op, eps = m["dtype"], m["op"], float(m["eps"])
     if dtype not in DTYPES:
         raise Unsupported(f"{op} in {dtype}")
     if op == "layernorm_jvp":
         return jvp(d, m)
+    if op == "rmsnorm_jvp":
+        return rms_jvp(d, m)
     if op == "grouped_norm":
         return grouped(d, m)
     if op == "linear_rmsnorm":

@@ -91,7 +91,8 @@ enum {
   NC_LINEAR_RMSNORM = 17, /* y = W (g * x r) + b, r = 1/sqrt(mean(x^2) + eps), then dx, dW, dg for dy */
   NC_CONTRACTED_BLOCK = 18, /* the QR-contracted affine -> LayerNorm -> affine block: with xbar = [x; 1],
                               f = D xbar / sqrt(|R xbar|^2 / n + eps) + c, then dx for dy */
-  NC_LAYERNORM_JVP = 19     /* forward-mode LayerNorm: du = gamma r (dx - mean(dx) - z mean(z dx)) + z dgamma + dbeta */
+  NC_LAYERNORM_JVP = 19,    /* forward-mode LayerNorm: du = gamma r (dx - mean(dx) - z mean(z dx)) + z dgamma + dbeta */
+  NC_RMSNORM_JVP = 20       /* forward-mode RMSNorm: du = gamma r (dx - z mean(z dx)) + z dgamma, z = x r */
 };
 
 typedef enum nc_norm_kind {
@@ -126,6 +127,8 @@ typedef struct nc_tensor {
  *                   out: y (rows x m), dx (rows x n), dw (m x n), dg (n)
  * NC_LAYERNORM_JVP  in:  x (rows x n), gamma (n), beta (n), dx (rows x n), dgamma (n), dbeta (n): the point and
  *                        the tangents; out: du (rows x n). Statistics as NC_LAYERNORM_FORWARD (biased variance).
+ * NC_RMSNORM_JVP    in:  x (rows x n), gamma (n), dx (rows x n), dgamma (n); out: du (rows x n);
+ *                        r = 1/sqrt(mean(x^2) + eps) as NC_RMSNORM_FORWARD.
  * NC_CONTRACTED_BLOCK in: x (rows x d), D (m x (d+1)), R (k x (d+1)), c (m), dy (rows x m)
  *                   out: f (rows x m), dx (rows x d); the divisor n (the original LayerNorm's width,
  *                   not k) in contraction_n, eps in eps. dx = s D^T dy - (s^3/n) <dy, D xbar> R^T R xbar
@@ -147,12 +150,12 @@ typedef struct nc_call {
 typedef struct nc_plugin_v2 {
   uint32_t abi_version; /* NORMCHECK_PLUGIN_ABI_VERSION_2 */
   const char* name;     /* short identifier: letters, digits, '_' */
-  /* 1 if op (a version 1 nc_op, NC_GROUPED_NORM, NC_LINEAR_RMSNORM, NC_CONTRACTED_BLOCK or NC_LAYERNORM_JVP) x dtype
+  /* 1 if op (a version 1 nc_op, NC_GROUPED_NORM, NC_LINEAR_RMSNORM, NC_CONTRACTED_BLOCK, NC_LAYERNORM_JVP or NC_RMSNORM_JVP) x dtype
      is implemented. */
   int (*supports)(uint32_t op, nc_dtype dtype);
   /* The version 1 ops (NULL when the plugin has none). */
   nc_status (*run)(const nc_norm_args* args, char* message, size_t message_size);
-  /* NC_GROUPED_NORM, NC_LINEAR_RMSNORM, NC_CONTRACTED_BLOCK and NC_LAYERNORM_JVP. */
+  /* NC_GROUPED_NORM, NC_LINEAR_RMSNORM, NC_CONTRACTED_BLOCK, NC_LAYERNORM_JVP and NC_RMSNORM_JVP. */
   nc_status (*run_call)(const nc_call* call, char* message, size_t message_size);
   int32_t block_form; /* nc_block_form of its NC_LINEAR_RMSNORM */
 } nc_plugin_v2;

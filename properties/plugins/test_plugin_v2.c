@@ -1,6 +1,6 @@
 /* Test plugins for ABI version 2 (include/normcheck/plugin.h): the six grouped norms (NC_GROUPED_NORM:
  * batch, group, instance, channel-layer norm, layer norm and RMSNorm over the last k axes), the
- * QR-contracted block (NC_CONTRACTED_BLOCK), the LayerNorm JVP (NC_LAYERNORM_JVP) and the Linear o RMSNorm block in its fused deferred form (NC_LINEAR_RMSNORM),
+ * QR-contracted block (NC_CONTRACTED_BLOCK), the LayerNorm and RMSNorm JVPs (NC_LAYERNORM_JVP, NC_RMSNORM_JVP) and the Linear o RMSNorm block in its fused deferred form (NC_LINEAR_RMSNORM),
  * f32 and f64, computed in double and rounded once, honouring shapes and strides. One source
  * compiled several ways (NC_BEHAVIOUR):
  *   V2_GOOD                correct
@@ -8,7 +8,7 @@
  *   V2_BIAS_IN_CORRECTION  the deferred backward's correction uses <dy, y> instead of <dy, y - b>
  *   V2_CONTRACTED_K_DIVISOR the contracted block divides |R xbar|^2 by k, the rows of R, instead of
  *                          the original width n (a natural slip: n is no longer a dimension of R)
- *   V2_JVP_NO_DGAMMA       the LayerNorm JVP forgets the z dgamma term (the tangent of the scale)
+ *   V2_JVP_NO_DGAMMA       the LayerNorm and RMSNorm JVPs forget the z dgamma term (the tangent of the scale)
  * It also serves the version 1 LayerNorm forward in f64, to show that one library carries both. */
 #include <math.h>
 #include <stdint.h>
@@ -287,9 +287,31 @@ static nc_status jvp(const nc_call* c, char* msg, size_t size) {
   return NC_OK;
 }
 
+/* The RMSNorm JVP: du = gamma r (dx - z mean(z dx)) + z dgamma, z = x r, in double. */
+static nc_status rms_jvp(const nc_call* c, char* msg, size_t size) {
+  const nc_tensor *x = &c->in[0], *g = &c->in[1], *tx = &c->in[2], *tg = &c->in[3];
+  const nc_dtype dt = c->dtype;
+  const int64_t rows = x->shape[0], n = x->shape[1];
+  (void)msg;
+  (void)size;
+  for (int64_t i = 0; i < rows; ++i) {
+    double ms = 0, mzt = 0;
+    for (int64_t j = 0; j < n; ++j) ms += get(x, dt, i * n + j) * get(x, dt, i * n + j);
+    const double r = 1.0 / sqrt(ms / (double)n + c->eps);
+    for (int64_t j = 0; j < n; ++j) mzt += get(x, dt, i * n + j) * r * get(tx, dt, i * n + j);
+    mzt /= (double)n;
+    for (int64_t j = 0; j < n; ++j) {
+      const double z = get(x, dt, i * n + j) * r;
+      const double dgamma_term = NC_BEHAVIOUR == NC_BEHAVIOUR_V2_JVP_NO_DGAMMA ? 0.0 : z * get(tg, dt, j);
+      set(&c->out[0], dt, i * n + j, get(g, dt, j) * r * (get(tx, dt, i * n + j) - z * mzt) + dgamma_term);
+    }
+  }
+  return NC_OK;
+}
+
 static int supports(uint32_t op, nc_dtype dtype) {
   if (op == NC_LAYERNORM_FORWARD) return dtype == NC_F64;
-  return (op == NC_GROUPED_NORM || op == NC_LINEAR_RMSNORM || op == NC_CONTRACTED_BLOCK || op == NC_LAYERNORM_JVP) &&
+  return (op == NC_GROUPED_NORM || op == NC_LINEAR_RMSNORM || op == NC_CONTRACTED_BLOCK || op == NC_LAYERNORM_JVP || op == NC_RMSNORM_JVP) &&
          (dtype == NC_F32 || dtype == NC_F64);
 }
 
@@ -320,6 +342,7 @@ static nc_status run_call(const nc_call* c, char* msg, size_t size) {
   }
   if (c->op == NC_CONTRACTED_BLOCK) return contracted(c, msg, size);
   if (c->op == NC_LAYERNORM_JVP) return jvp(c, msg, size);
+  if (c->op == NC_RMSNORM_JVP) return rms_jvp(c, msg, size);
   return c->op == NC_GROUPED_NORM ? grouped(c, msg, size) : block(c, msg, size);
 }
 

@@ -17,6 +17,7 @@ SIGNATURES = {
 # judged by that section, as `normcheck run --serve CMD --ops OP` judges a serve command.
 SECTION_SIGNATURES = {
     "layernorm_jvp": "fn(x, gamma, beta, eps, dx, dgamma, dbeta) -> du",
+    "rmsnorm_jvp": "fn(x, gamma, eps, dx, dgamma) -> du",
     "linear_rmsnorm": "fn(x, g, w, b, eps, dy) -> (y, dx, dw, dg)  [b is None without bias; check(..., block_form=...)]",
     "qr_contraction": "fn(x, D, R, c, n, eps, dy) -> (f, dx)  [dy is None: return f]",
     "grouped_norm": "fn(call: normcheck.GroupedCall) -> dict of outputs, or None to decline the call",
@@ -26,7 +27,7 @@ SECTION_SIGNATURES = {
 FAILING_VERDICTS = _normcheck.FAILING_VERDICTS  # the C++ list (src/report/verdicts.hpp)
 
 
-_SECTION_KEYS = {"layernorm_jvp": "layernorm_jvp", "linear_rmsnorm": "rms_block", "qr_contraction": "qr_contraction",
+_SECTION_KEYS = {"layernorm_jvp": "layernorm_jvp", "rmsnorm_jvp": "rmsnorm_jvp", "linear_rmsnorm": "rms_block", "qr_contraction": "qr_contraction",
                  "grouped_norm": "grouped_norm", "axis_audit": "axis_audit"}
 
 
@@ -83,6 +84,8 @@ def _section_adapter(fn, op, framework):
             return {name: _shaped(framework, outs[name], dtype, name, shape) for name, shape in outputs if name in outs}
         if op == "layernorm_jvp":
             outs = fn(t["x"], t["gamma"], t["beta"], eps, t["dx"], t["dgamma"], t["dbeta"])
+        elif op == "rmsnorm_jvp":
+            outs = fn(t["x"], t["gamma"], eps, t["dx"], t["dgamma"])
         elif op == "linear_rmsnorm":
             outs = fn(t["x"], t["g"], t["w"], t.get("b"), eps, t["dy"])
         else:

@@ -1,7 +1,7 @@
 """The certified oracle as functions (docs/python.md).
 
 Each returns a dict with one entry per output (``layer_norm``, ``rms_norm``: "y", with ``dy`` "dx",
-"dgamma" and for LayerNorm "dbeta"; ``layer_norm_jvp``: "du"; ``grouped_norm``: see its docstring), each a dict of float64 arrays: ``rounded`` (the correctly rounded value in the dtype),
+"dgamma" and for LayerNorm "dbeta"; ``layer_norm_jvp``, ``rms_norm_jvp``: "du"; ``grouped_norm``: see its docstring), each a dict of float64 arrays: ``rounded`` (the correctly rounded value in the dtype),
 ``hi`` + ``lo`` (the enclosure's midpoint) and ``rad`` (its certified radius), and ``decided`` (bool:
 the whole enclosure rounds to ``rounded``); plus ``precision_bits`` and ``max_err_ulps`` of the
 accepted oracle level. Inputs must be values of the dtype (bf16 and f16 given as float32/float64
@@ -33,7 +33,13 @@ def rms_norm(x, gamma, eps, dtype, dy=None):
 def layer_norm_jvp(x, gamma, beta, eps, dtype, dx, dgamma, dbeta):
     """The LayerNorm JVP at (x, gamma, beta) along the tangents (dx, dgamma, dbeta):
     du = gamma r (dx - mean(dx) - z mean(z dx)) + z dgamma + dbeta. Returns {"du": ..., ...}."""
-    return _normcheck.reference_jvp(_f64(x), _f64(gamma), _f64(beta), float(eps), dtype, _f64(dx), _f64(dgamma), _f64(dbeta))
+    return _normcheck.reference_jvp(False, _f64(x), _f64(gamma), _f64(beta), float(eps), dtype, _f64(dx), _f64(dgamma), _f64(dbeta))
+
+
+def rms_norm_jvp(x, gamma, eps, dtype, dx, dgamma):
+    """The RMSNorm JVP at (x, gamma) along the tangents (dx, dgamma): du = gamma r (dx - z mean(z dx))
+    + z dgamma, z = x r. Returns {"du": ..., ...}."""
+    return _normcheck.reference_jvp(True, _f64(x), _f64(gamma), None, float(eps), dtype, _f64(dx), _f64(dgamma), None)
 
 
 def grouped_norm(kind, layout, x, gamma, beta, eps, dtype, dy=None, groups=1, normalized_dims=1, running_mean=None,

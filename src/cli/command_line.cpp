@@ -29,7 +29,7 @@ void add_run_options(CLI::App& run, RunOptions& o) {
   run.add_option("--suite", o.suite, "named suite: default, quick, nightly, llm (see normcheck suites)");
   run.add_option("--ops", o.ops,
                  "ops: layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward, linear_rmsnorm "
-                 "(the Linear o RMSNorm block suite), qr_contraction (the QR-contraction suite), grouped_norm (batch, group, instance norm), axis_audit, port_hamiltonian (the port budget, issue 9)")
+                 "(the Linear o RMSNorm block suite), qr_contraction (the QR-contraction suite), grouped_norm (batch, group, instance norm), layernorm_jvp, rmsnorm_jvp (the JVPs), axis_audit, port_hamiltonian (the port budget, issue 9)")
       ->delimiter(',');
   run.add_option("--kernels", o.variants, "kernel variants (see normcheck list), block variants included")
       ->delimiter(',');

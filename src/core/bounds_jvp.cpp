@@ -1,4 +1,4 @@
-// Bound of the LayerNorm JVP kernel (docs/bounds.md section 17). The kernel computes
+// Bounds of the LayerNorm and RMSNorm JVP kernels (docs/bounds.md sections 17 and 17.1). The kernel computes
 //   q_hat = fl(r_hat ((t - mean_hat(t)) - z_hat mean_hat(z t)))  with exactly the arithmetic of the
 //           two-pass backward's dx for gamma = 1 and dy = t (fl(t * 1) = t is exact),
 //   du_hat = fl_s(fl(fl(fl(q_hat gamma) + fl(z_hat tgamma)) + tbeta)).
@@ -37,6 +37,41 @@ TensorBound layernorm_jvp_bound(const LayerNormCase& c, const LayerNormTangents&
       const Em ze{row.d_abs[j] * row.rstd, normalized_error(row, j, uq), (row.regime & kRegimeOverflow) != 0, kInf};
       const Em du = a.add(a.add(a.mul(qe, EmArith::exact(c.gamma[j])), a.mul(ze, EmArith::exact(t.dgamma[j]))),
                           EmArith::exact(t.dbeta[j]));
+      finish_element(out, k, du, ref.du[k], a);
+      out.regime[k] |= q.dx.regime[k] | row.regime;
+    }
+  }
+  return out;
+}
+
+// The RMSNorm JVP kernel computes q_hat = fl(r_hat (t - fl(z_hat mean_hat(z t)))) with exactly the
+// arithmetic of the RMSNorm backward's dx for gamma = 1 and dy = t (v = fl(1 * t) = t), and
+// du_hat = fl_s(fl(fl(q_hat gamma) + fl(z_hat tgamma))): RMS-JVP-SEQ is RMS-SEQ's dx bound (section
+// 10) of that unit case with the accumulator as its storage, the forward's z error (section 10.1)
+// and two (magnitude, error) steps.
+TensorBound rmsnorm_jvp_bound(const LayerNormCase& c, const LayerNormTangents& t, const oracle::CertifiedLayerNormJvp& ref,
+                              DType accum) {
+  LayerNormCase unit = c;
+  unit.dtype = accum;
+  unit.gamma.assign(static_cast<size_t>(c.n), 1.0);
+  unit.beta.assign(static_cast<size_t>(c.n), 0.0);
+  unit.dy = t.dx;
+  const oracle::CertifiedLayerNorm q_ref = oracle::certified_rmsnorm(unit, true);
+  const BoundModel mq{StatsModel::rms, accum, accum, SumOrder::sequential, -1, 0};
+  const Units uq = units_of(mq);
+  const RmsUnits ru = rms_units(mq, uq);
+  const BackwardBound q = rmsnorm_backward_bound(unit, q_ref, mq);
+  const BoundModel m{StatsModel::rms, c.dtype, accum, SumOrder::sequential, -1, 0};
+  const EmArith a{units_of(m), dtype_info(c.dtype).max_finite, c.dtype};
+  TensorBound out = sized_tensor_bound(c.x.size());
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const RmsRow row = rms_row(unit, q_ref, i, mq, uq, ru);
+    for (int64_t j = 0; j < c.n; ++j) {
+      const size_t k = static_cast<size_t>(i * c.n + j);
+      const double qb = q.dx.bound[k], xa = std::fabs(c.x[k]);
+      const Em qe{upper_abs(q_ref.dx[k]), qb, !std::isfinite(qb) || (q.dx.regime[k] & kRegimeOverflow), kInf};
+      const Em ze{xa * row.rstd, rms_z_error(xa, row, ru), (row.regime & kRegimeOverflow) != 0, kInf};
+      const Em du = a.add(a.mul(qe, EmArith::exact(c.gamma[j])), a.mul(ze, EmArith::exact(t.dgamma[j])));
       finish_element(out, k, du, ref.du[k], a);
       out.regime[k] |= q.dx.regime[k] | row.regime;
     }

@@ -131,6 +131,11 @@ RmsUnits rms_units(const BoundModel& m, const Units& u);
 RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t i, const BoundModel& m,
                const Units& u, const RmsUnits& ru);
 
+/// |z_hat - x r| for z_hat = fl(x r_hat) (with the xr rounding when the variant has it).
+inline double rms_z_error(double x_abs, const RmsRow& row, const RmsUnits& ru) {
+  return x_abs * row.rstd * (compose(row.delta_r, ru.u_xr)) + ru.eta_xr;
+}
+
 /// What the envelope of docs/bounds.md section 15 knows of one row of a kernel with statistics
 /// model m: upper bounds of its computed |z_hat_j| and of its computed r_hat, valid in every regime.
 struct RowEnvelope {

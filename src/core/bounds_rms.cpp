@@ -71,11 +71,6 @@ RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, in
 
 namespace {
 
-/// |z_hat - x r| for z_hat = fl(x r_hat) (with the xr rounding when the variant has it).
-double rms_z_error(double x_abs, const RmsRow& row, const RmsUnits& ru) {
-  return x_abs * row.rstd * (compose(row.delta_r, ru.u_xr)) + ru.eta_xr;
-}
-
 bool reaches(double upper, double limit) { return std::isfinite(upper) && upper >= limit; }
 
 }  // namespace

@@ -143,6 +143,7 @@ PluginInfo inspect_plugin(const std::string& path, double timeout_s, double star
     if (r.reply.supports[5 * 4 + d]) info.block_dtypes.push_back(kDtypes[d]);
     if (r.reply.supports[6 * 4 + d]) info.contraction_dtypes.push_back(kDtypes[d]);
     if (r.reply.supports[7 * 4 + d]) info.jvp_dtypes.push_back(kDtypes[d]);
+    if (r.reply.supports[8 * 4 + d]) info.rms_jvp_dtypes.push_back(kDtypes[d]);
   }
   info.abi_version = r.reply.abi_version;
   if (!info.block_dtypes.empty() && r.reply.block_form != NC_BLOCK_COMPOSED && r.reply.block_form != NC_BLOCK_DEFERRED)

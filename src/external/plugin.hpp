@@ -18,6 +18,7 @@ struct PluginInfo {
   std::vector<DType> grouped_dtypes, block_dtypes;       ///< ABI v2: NC_GROUPED_NORM, NC_LINEAR_RMSNORM
   std::vector<DType> contraction_dtypes;                 ///< ABI v2: NC_CONTRACTED_BLOCK
   std::vector<DType> jvp_dtypes;                         ///< ABI v2: NC_LAYERNORM_JVP
+  std::vector<DType> rms_jvp_dtypes;                     ///< ABI v2: NC_RMSNORM_JVP
   std::string block_form;                                ///< ABI v2: "composed" or "deferred"
   std::shared_ptr<PluginPool> pool;  ///< the persistent workers (the inspecting one among them)
 };

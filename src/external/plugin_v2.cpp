@@ -22,7 +22,9 @@ const std::map<std::string, int>& in_positions(uint32_t op) {
   static const std::map<std::string, int> block = {{"x", 0}, {"g", 1}, {"w", 2}, {"b", 3}, {"dy", 4}};
   static const std::map<std::string, int> contracted = {{"x", 0}, {"D", 1}, {"R", 2}, {"c", 3}, {"dy", 4}};
   static const std::map<std::string, int> jvp = {{"x", 0}, {"gamma", 1}, {"beta", 2}, {"dx", 3}, {"dgamma", 4}, {"dbeta", 5}};
-  return op == NC_GROUPED_NORM ? grouped : op == NC_LINEAR_RMSNORM ? block : op == NC_CONTRACTED_BLOCK ? contracted : jvp;
+  static const std::map<std::string, int> rms_jvp = {{"x", 0}, {"gamma", 1}, {"dx", 2}, {"dgamma", 3}};
+  return op == NC_GROUPED_NORM ? grouped : op == NC_LINEAR_RMSNORM ? block : op == NC_CONTRACTED_BLOCK ? contracted
+         : op == NC_RMSNORM_JVP ? rms_jvp : jvp;
 }
 const std::map<std::string, int>& out_positions(uint32_t op) {
   static const std::map<std::string, int> grouped = {{"y", 0}, {"dx", 1}, {"dgamma", 2}, {"dbeta", 3},
@@ -135,16 +137,21 @@ ContractedKernel plugin_contraction_kernel(const PluginInfo& info) {
   };
 }
 
-JvpKernel plugin_jvp_kernel(const PluginInfo& info) {
+const std::vector<DType>& plugin_jvp_dtypes(const PluginInfo& info, const std::string& op) {
+  return op == "rmsnorm_jvp" ? info.rms_jvp_dtypes : info.jvp_dtypes;
+}
+
+JvpKernel plugin_jvp_kernel(const PluginInfo& info, const std::string& op) {
   const std::shared_ptr<PluginPool> pool = pool_of(info);
-  const std::vector<DType> dtypes = info.jvp_dtypes;
-  return [pool, dtypes](const LayerNormCase& c, const LayerNormTangents& t) {
+  const std::vector<DType> dtypes = plugin_jvp_dtypes(info, op);
+  const uint32_t abi_op = op == "rmsnorm_jvp" ? NC_RMSNORM_JVP : NC_LAYERNORM_JVP;
+  return [pool, dtypes, abi_op, op](const LayerNormCase& c, const LayerNormTangents& t) {
     if (std::find(dtypes.begin(), dtypes.end(), c.dtype) == dtypes.end()) return JvpOutputs{{}, "", true};
     wire::Request req;
-    req.op = NC_LAYERNORM_JVP;
+    req.op = static_cast<int32_t>(abi_op);
     req.dtype = abi_dtype(c.dtype);
     req.eps = c.eps;
-    return jvp_outputs_of(call_v2(*pool, jvp_file_call(c, t), req));
+    return jvp_outputs_of(call_v2(*pool, jvp_file_call(c, t, op), req));
   };
 }
 

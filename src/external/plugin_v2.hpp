@@ -19,8 +19,11 @@ std::function<GroupedOutputs(const GroupedNormCase&)> plugin_grouped_kernel(cons
 /// The contracted-block kernel of a plugin that supports NC_CONTRACTED_BLOCK (dtypes it lacks come back skipped).
 ContractedKernel plugin_contraction_kernel(const PluginInfo& info);
 
-/// The LayerNorm JVP kernel of a plugin that supports NC_LAYERNORM_JVP (dtypes it lacks come back skipped).
-JvpKernel plugin_jvp_kernel(const PluginInfo& info);
+/// The JVP kernel of op "layernorm_jvp" (NC_LAYERNORM_JVP) or "rmsnorm_jvp" (NC_RMSNORM_JVP) of a plugin
+/// (dtypes it lacks come back skipped).
+JvpKernel plugin_jvp_kernel(const PluginInfo& info, const std::string& op);
+/// The dtypes in which the plugin implements JVP op "layernorm_jvp" or "rmsnorm_jvp".
+const std::vector<DType>& plugin_jvp_dtypes(const PluginInfo& info, const std::string& op);
 
 /// One block kernel per dtype the plugin supports NC_LINEAR_RMSNORM in, judged by its declared form.
 std::vector<BlockKernelEntry> plugin_block_kernels(const PluginInfo& info);

@@ -25,8 +25,8 @@ struct Tensor {
 };
 
 /// The ops a worker is asked about, in the order of Reply::supports.
-inline constexpr uint32_t kInspectedOps[] = {0, 1, 2, 3, 16, 17, 18, 19};
-inline constexpr int kInspectedOpCount = 8;
+inline constexpr uint32_t kInspectedOps[] = {0, 1, 2, 3, 16, 17, 18, 19, 20};
+inline constexpr int kInspectedOpCount = 9;
 enum Status : int32_t { kOk = 0, kUnsupported = 1, kError = 2, kLoadFailed = 3 };
 
 struct Request {

@@ -149,7 +149,7 @@ RunOptions section_options(const std::string& name, const std::string& op, const
   o.exec_name = name;
   o.block_form = block_form;
   if (cases && *cases < 1) throw py::value_error("cases must be at least 1");
-  if (op == "layernorm_jvp") o.jvp_cases = cases;
+  if (op == "layernorm_jvp" || op == "rmsnorm_jvp") o.jvp_cases = cases;
   if (op == "grouped_norm") o.grouped_cases = cases;
   if (op == "linear_rmsnorm") o.block_cases = cases, o.block_generators = generators;
   if (op == "qr_contraction") o.contraction_cases = cases, o.contraction_generators = generators;
@@ -158,8 +158,8 @@ RunOptions section_options(const std::string& name, const std::string& op, const
   return o;
 }
 
-/// Judges a Python kernel on a suite's cases of one section op (layernorm_jvp, grouped_norm,
-/// linear_rmsnorm, qr_contraction) through that section, as `normcheck run --serve ... --ops OP`
+/// Judges a Python kernel on a suite's cases of one section op (layernorm_jvp, rmsnorm_jvp,
+/// grouped_norm, axis_audit, linear_rmsnorm, qr_contraction) through that section, as `normcheck run --serve ... --ops OP`
 /// would judge a serve command; returns the report as JSON text.
 std::string check_section(const py::function& adapter, const std::string& name, const std::string& op, const std::vector<std::string>& dtypes,
                           const std::string& suite, std::optional<int> cases, std::optional<uint64_t> seed,

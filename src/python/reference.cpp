@@ -75,9 +75,9 @@ py::dict reference(bool rms, const py::handle& x, const py::handle& gamma, const
   return out;
 }
 
-/// The certified LayerNorm JVP (du) at a point along tangents, on exact inputs of the dtype.
-py::dict reference_jvp(const py::handle& x, const py::handle& gamma, const py::handle& beta, double eps, const std::string& dtype,
-                       const py::handle& dx, const py::handle& dgamma, const py::handle& dbeta) {
+/// The certified LayerNorm or RMSNorm JVP (du) at a point along tangents, on exact inputs of the dtype.
+py::dict reference_jvp(bool rms, const py::handle& x, const py::handle& gamma, const py::object& beta, double eps, const std::string& dtype,
+                       const py::handle& dx, const py::handle& dgamma, const py::object& dbeta) {
   LayerNormCase c;
   c.dtype = dtype_named(dtype);
   const auto xa = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(x);
@@ -87,11 +87,12 @@ py::dict reference_jvp(const py::handle& x, const py::handle& gamma, const py::h
   c.eps = eps;
   c.x = vector_of(x, "x");
   c.gamma = vector_of(gamma, "gamma");
-  c.beta = vector_of(beta, "beta");
-  const LayerNormTangents t{vector_of(dx, "dx"), vector_of(dgamma, "dgamma"), vector_of(dbeta, "dbeta")};
+  const std::vector<double> zeros(static_cast<size_t>(c.n), 0.0);  // RMSNorm: no beta, no dbeta
+  c.beta = rms ? zeros : vector_of(beta, "beta");
+  const LayerNormTangents t{vector_of(dx, "dx"), vector_of(dgamma, "dgamma"), rms ? zeros : vector_of(dbeta, "dbeta")};
   if (auto err = validate_case(c, false)) throw py::value_error(*err);
   if (auto err = validate_tangents(c, t)) throw py::value_error(*err);
-  const oracle::CertifiedLayerNormJvp r = oracle::certified_layernorm_jvp(c, t);
+  const oracle::CertifiedLayerNormJvp r = rms ? oracle::certified_rmsnorm_jvp(c, t) : oracle::certified_layernorm_jvp(c, t);
   py::dict out;
   out["du"] = certificates(r.du, {c.rows, c.n});
   out["precision_bits"] = r.precision_bits;
@@ -171,7 +172,7 @@ void bind_reference(py::module_& m) {
   m.def("row_generators", [] { return gen::row_generator_names(); });
   m.def("reference", &reference, py::arg("rms"), py::arg("x"), py::arg("gamma"), py::arg("beta"), py::arg("eps"), py::arg("dtype"),
         py::arg("dy"));
-  m.def("reference_jvp", &reference_jvp, py::arg("x"), py::arg("gamma"), py::arg("beta"), py::arg("eps"), py::arg("dtype"), py::arg("dx"),
+  m.def("reference_jvp", &reference_jvp, py::arg("rms"), py::arg("x"), py::arg("gamma"), py::arg("beta"), py::arg("eps"), py::arg("dtype"), py::arg("dx"),
         py::arg("dgamma"), py::arg("dbeta"));
   m.def("reference_grouped", &reference_grouped, py::arg("kind"), py::arg("layout"), py::arg("x"), py::arg("gamma"), py::arg("beta"),
         py::arg("eps"), py::arg("dtype"), py::arg("dy"), py::arg("groups"), py::arg("normalized_dims"), py::arg("running_mean"),

@@ -151,8 +151,8 @@ void print_grouped_summary(const GroupedSuiteResult& r) {
                   rec.first_kernel_failure.c_str());
 }
 
-void print_jvp_summary(const JvpSuiteResult& r) {
-  std::printf("\nLayerNorm JVP (du along tangents of x, gamma, beta) against the certified JVP, LN-JVP-TWOPASS-SEQ:\n");
+void print_jvp_summary(const JvpSuiteResult& r, const char* title) {
+  std::printf("\n%s:\n", title);
   std::printf("%s\n", fmt::format("{:<5} {:<16} {:<24} {:>5} {:>9} {:>10} {:>10} {:>11} {:>8}", "dtype", "kernel", "generator", "cases",
                                   "elements", "max ulp", "err/bound", "violations", "verdict")
                           .c_str());

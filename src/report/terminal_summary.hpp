@@ -25,6 +25,6 @@ void print_audit_summary(const std::vector<audit::AuditRecord>& records);
 
 /// Prints the grouped-normalization suite per dtype, kind and output.
 void print_grouped_summary(const GroupedSuiteResult& r);
-void print_jvp_summary(const JvpSuiteResult& r);
+void print_jvp_summary(const JvpSuiteResult& r, const char* title);
 
 }  // namespace normcheck

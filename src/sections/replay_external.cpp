@@ -126,8 +126,10 @@ ContractedKernel replay_contraction_kernel(const nlohmann::json& report, const n
 }
 
 JvpKernel replay_jvp_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o) {
-  const ExternalSource src = external_source(report, rec, o, "JVP", [](const external::PluginInfo& p) { return !p.jvp_dtypes.empty(); });
-  return src.plugin ? external::plugin_jvp_kernel(*src.plugin) : external::serve_jvp_kernel(src.serve);
+  const std::string op = rec.at("op").get<std::string>();
+  const ExternalSource src =
+      external_source(report, rec, o, "JVP", [op](const external::PluginInfo& p) { return !external::plugin_jvp_dtypes(p, op).empty(); });
+  return src.plugin ? external::plugin_jvp_kernel(*src.plugin, op) : external::serve_jvp_kernel(src.serve, op);
 }
 
 KernelEntry replay_kernel(const nlohmann::json& report, const nlohmann::json& rec, const ReplayOptions& o) {

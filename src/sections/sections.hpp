@@ -9,6 +9,7 @@ const Section& block_section();        ///< the Linear o RMSNorm block ("rms_blo
 const Section& contraction_section();  ///< the QR contraction ("qr_contraction")
 const Section& grouped_section();      ///< the grouped norms ("grouped_norm")
 const Section& jvp_section();          ///< the LayerNorm JVP ("layernorm_jvp")
+const Section& rmsnorm_jvp_section();  ///< the RMSNorm JVP ("rmsnorm_jvp")
 const Section& budget_section();       ///< the port-Hamiltonian norm budget ("port_hamiltonian")
 const Section& audit_section();        ///< the normalization-axis audits ("axis_audit")
 

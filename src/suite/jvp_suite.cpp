@@ -17,11 +17,12 @@ DtypeSlice dtype_slice(const JvpSuiteConfig& cfg) {
   return {cfg.shard, cfg.dtypes.size(), cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator)};
 }
 
-/// The kernels a run judges: the external one, or every built-in kernel.
+/// The kernels a run judges: the external one, or every built-in kernel of the op.
 std::vector<std::pair<std::string, bool>> kernel_names(const JvpSuiteConfig& cfg) {
   if (cfg.external) return {{cfg.external->name, false}};
   std::vector<std::pair<std::string, bool>> out;
-  for (const JvpKernelInfo& k : jvp_kernels()) out.emplace_back(k.name, k.known_weak);
+  for (const JvpKernelInfo& k : jvp_kernels())
+    if (k.op == cfg.op) out.emplace_back(k.name, k.known_weak);
   return out;
 }
 
@@ -29,7 +30,7 @@ std::vector<JvpKernel> kernels_of(const JvpSuiteConfig& cfg) {
   if (cfg.external) return {cfg.external->run};
   std::vector<JvpKernel> out;
   for (const JvpKernelInfo& k : jvp_kernels())
-    out.push_back([name = k.name](const LayerNormCase& c, const LayerNormTangents& t) { return JvpOutputs{run_jvp_kernel(name, c, t), "", false}; });
+    if (k.op == cfg.op) out.push_back([name = k.name](const LayerNormCase& c, const LayerNormTangents& t) { return JvpOutputs{run_jvp_kernel(name, c, t), "", false}; });
   return out;
 }
 
@@ -80,7 +81,22 @@ uint64_t jvp_case_seed(uint64_t run_seed, DType dt, size_t generator_index, int6
   return derive_seed(derive_seed(run_seed, 0x1f0), static_cast<uint64_t>(dt), generator_index, static_cast<uint64_t>(case_index));
 }
 
-std::vector<JvpJudgement> judge_jvp(const LayerNormCase& c, const LayerNormTangents& t, const std::vector<JvpKernel>& kernels) {
+const JvpOpInfo& jvp_op_info(std::string_view op) {
+  static const JvpOpInfo ops[] = {
+      {"layernorm_jvp", "LN-JVP-TWOPASS-SEQ", "jvp-record", "NC_LAYERNORM_JVP",
+       "LayerNorm JVP (du along tangents of x, gamma, beta) against the certified JVP, LN-JVP-TWOPASS-SEQ", oracle::certified_layernorm_jvp,
+       layernorm_jvp_bound},
+      {"rmsnorm_jvp", "RMS-JVP-SEQ", "rms-jvp-record", "NC_RMSNORM_JVP",
+       "RMSNorm JVP (du along tangents of x, gamma) against the certified JVP, RMS-JVP-SEQ", oracle::certified_rmsnorm_jvp,
+       rmsnorm_jvp_bound}};
+  for (const JvpOpInfo& o : ops)
+    if (o.op == op) return o;
+  throw std::invalid_argument("unknown JVP op '" + std::string(op) + "'");
+}
+
+std::vector<JvpJudgement> judge_jvp(std::string_view op, const LayerNormCase& c, const LayerNormTangents& t,
+                                    const std::vector<JvpKernel>& kernels) {
+  const JvpOpInfo& info = jvp_op_info(op);
   std::vector<JvpOutputs> outs;
   bool any = false;
   for (const JvpKernel& k : kernels) {
@@ -92,8 +108,8 @@ std::vector<JvpJudgement> judge_jvp(const LayerNormCase& c, const LayerNormTange
     for (JvpJudgement& j : judged) j.skipped = true;
     return judged;
   }
-  const oracle::CertifiedLayerNormJvp ref = oracle::certified_layernorm_jvp(c, t);
-  const TensorBound bound = layernorm_jvp_bound(c, t, ref, dtype_info(c.dtype).default_accum);
+  const oracle::CertifiedLayerNormJvp ref = info.oracle(c, t);
+  const TensorBound bound = info.bound(c, t, ref, dtype_info(c.dtype).default_accum);
   for (size_t i = 0; i < kernels.size(); ++i) {
     JvpJudgement& j = judged[i];
     j.skipped = outs[i].skipped;
@@ -126,7 +142,7 @@ JvpSuiteResult run_jvp_suite(const JvpSuiteConfig& cfg) {
         ItemResult r;
         r.jc = gen::make_jvp_case(cfg.generators[it.generator_index], it.dtype,
                                   jvp_case_seed(cfg.seed, it.dtype, it.generator_index, it.case_index), cfg.max_elements);
-        r.judged = judge_jvp(r.jc.c, r.jc.t, kernels);
+        r.judged = judge_jvp(cfg.op, r.jc.c, r.jc.t, kernels);
         count_finished(std::any_of(r.judged.begin(), r.judged.end(), [](const JvpJudgement& j) { return j.du.failed; }));
         return r;
       },
@@ -162,7 +178,7 @@ nlohmann::json jvp_suite_json(const JvpSuiteConfig& cfg, const JvpSuiteResult& r
   nlohmann::json records = nlohmann::json::array();
   for (const JvpRecord& rec : r.records) {
     const std::string pair = std::string(dtype_info(rec.storage).name) + "/" + std::string(dtype_info(rec.accum).name) + "]";
-    RecordHeader h{"layernorm_jvp", rec.storage, rec.accum, "du", "LN-JVP-TWOPASS-SEQ[" + pair,
+    RecordHeader h{cfg.op, rec.storage, rec.accum, "du", std::string(jvp_op_info(cfg.op).bound_name) + "[" + pair,
                    rec.known_weak ? Expectation::report_only : Expectation::must_pass,
                    record_verdict(rec.kernel_failures, verdict_name(rec.cases, rec.acc, rec.failed(), rec.known_weak)), rec.cases,
                    rec.failed_cases, rec.uncertified_cases, std::nullopt};
@@ -180,7 +196,7 @@ nlohmann::json jvp_suite_json(const JvpSuiteConfig& cfg, const JvpSuiteResult& r
                {"max_elements", cfg.max_elements},
                {"element", worst_element_json(rec.worst.element, rec.worst.n)},
                {"regenerate", "gen::make_jvp_case(generator, dtype, case_seed, max_elements)"},
-               {"replay", replay_command_line(report_path, "jvp-record", static_cast<int64_t>(records.size()))}};
+               {"replay", replay_command_line(report_path, jvp_op_info(cfg.op).replay_option.data(), static_cast<int64_t>(records.size()))}};
     j.update({{"kernel", rec.kernel},
               {"known_weak", rec.known_weak},
               {"property", "accuracy/" + rec.generator},

@@ -1,17 +1,20 @@
 #pragma once
-/// The LayerNorm JVP suite: every JVP kernel (the sound two-pass kernel and the planted uncentred
+/// The JVP suites (LayerNorm, RMSNorm): every JVP kernel of the op (the sound kernel and a planted
 /// one, or one external kernel) x dtype x row generator, judged against the certified JVP with
-/// LN-JVP-TWOPASS-SEQ (docs/bounds.md section 17).
+/// LN-JVP-TWOPASS-SEQ or RMS-JVP-SEQ (docs/bounds.md sections 17, 17.1).
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/bounds.hpp"
 #include "core/layernorm_case.hpp"
+#include "oracles/certified_layernorm.hpp"
 #include "suite/judge.hpp"
 #include "suite/work_items.hpp"
 
@@ -32,6 +35,7 @@ struct JvpExternalKernel {
 };
 
 struct JvpSuiteConfig {
+  std::string op = "layernorm_jvp";  ///< "layernorm_jvp" or "rmsnorm_jvp" (jvp_op_info)
   std::vector<DType> dtypes;
   std::vector<std::string> generators;  ///< gen::jvp_generator_names() unless narrowed
   int cases_per_generator = 4;
@@ -80,8 +84,21 @@ struct JvpJudgement {
   bool certified = false;
   bool skipped = false;
 };
-/// Judges every kernel of `kernels` on one case (the oracle and the bound evaluated once).
-std::vector<JvpJudgement> judge_jvp(const LayerNormCase& c, const LayerNormTangents& t, const std::vector<JvpKernel>& kernels);
+/// What differs between the JVP ops: the record's op and bound names, the oracle, the bound.
+struct JvpOpInfo {
+  std::string_view op, bound_name;
+  std::string_view replay_option;  ///< `normcheck replay --<option> I`
+  std::string_view abi_op;         ///< the plugin ABI v2 op (docs/plugins.md)
+  const char* summary_title;       ///< the terminal summary's heading
+  oracle::CertifiedLayerNormJvp (*oracle)(const LayerNormCase&, const LayerNormTangents&);
+  TensorBound (*bound)(const LayerNormCase&, const LayerNormTangents&, const oracle::CertifiedLayerNormJvp&, DType);
+};
+/// The op's entry; throws std::invalid_argument for another name.
+const JvpOpInfo& jvp_op_info(std::string_view op);
+
+/// Judges every kernel of `kernels` on one case of `op` (the oracle and the bound evaluated once).
+std::vector<JvpJudgement> judge_jvp(std::string_view op, const LayerNormCase& c, const LayerNormTangents& t,
+                                    const std::vector<JvpKernel>& kernels);
 
 JvpSuiteResult run_jvp_suite(const JvpSuiteConfig& cfg);
 /// Every must-pass record holds and every known-weak record is flagged somewhere in its dtype.
