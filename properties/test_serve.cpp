@@ -480,7 +480,11 @@ TEST(PluginAbiV2, TheAxisAuditProbesAVersion2PluginAndNamesTheAxisOfAWrongGroupC
   EXPECT_EQ(code, 0);
   EXPECT_EQ(audit.at("kernel"), "plugin:nc_v2_good");
   EXPECT_EQ(audit.at("records").size(), 8u);  // the eight standard cases in f32; bf16 declined by the plugin
-  for (const auto& r : audit.at("records")) EXPECT_TRUE(r.at("kernel").at("match").get<bool>()) << r.dump();
+  for (const auto& r : audit.at("records")) {
+    EXPECT_TRUE(r.at("kernel").at("match").get<bool>()) << r.dump();
+    // the affine axes are probed too (gamma and beta of the declared shape through the ABI)
+    EXPECT_TRUE(r.at("kernel").at("affine").at("match").get<bool>()) << r.dump();
+  }
   std::tie(code, audit) = external_axis_audit("--kernel " + plugin_v2("wrong_groups"), "v2_wrong_groups");
   EXPECT_EQ(code, 1);
   EXPECT_FALSE(audit.at("passed").get<bool>());
@@ -497,7 +501,10 @@ TEST(Serve, TheAxisAuditProbesAServedKernelAndNamesTheAxisOfAWrongGroupCount) {
   auto [code, audit] = external_axis_audit("--serve '" + server + "' --exec-name numpy", "serve_good");
   EXPECT_EQ(code, 0);
   EXPECT_EQ(audit.at("records").size(), 16u);  // eight standard cases in f32 and bf16
-  for (const auto& r : audit.at("records")) EXPECT_TRUE(r.at("kernel").at("match").get<bool>()) << r.dump();
+  for (const auto& r : audit.at("records")) {
+    EXPECT_TRUE(r.at("kernel").at("match").get<bool>()) << r.dump();
+    EXPECT_TRUE(r.at("kernel").at("affine").at("match").get<bool>()) << r.dump();
+  }
   std::tie(code, audit) = external_axis_audit("--serve '" + server + " --wrong-groups' --exec-name numpy", "serve_wrong");
   EXPECT_EQ(code, 1);
   for (const char* dt : {"f32", "bf16"}) {

@@ -257,6 +257,20 @@ def group_norm_over_one_group(call):
     return f32_grouped_norm(call)
 
 
+def gamma_along_h(call):
+    """Planted: NHWC batch norm with the right groups but gamma and beta indexed along H (the tensor
+    read as NCHW when applying the affine step), in f32."""
+    out = f32_grouped_norm(call)
+    if out is None or call.kind != "batch_norm" or call.layout != "nhwc":
+        return out
+    x, g, b = f64(call.x, call.gamma, call.beta)
+    axes = (0, 1, 2)
+    z = (x - x.mean(axes, keepdims=True)) / np.sqrt(x.var(axes, keepdims=True) + call.eps)
+    h = np.arange(x.shape[1]) % g.size
+    out["y"] = (z * g[h].reshape(1, -1, 1, 1) + b[h].reshape(1, -1, 1, 1)).astype(call.x.dtype)
+    return out
+
+
 def test_the_axis_audit_probes_a_python_grouped_kernel():
     result = normcheck.check(f32_grouped_norm, op="axis_audit")
     assert result.passed and result.report["axis_audit"]["kernel"] == "python:f32_grouped_norm"
@@ -268,3 +282,11 @@ def test_the_axis_audit_probes_a_python_grouped_kernel():
     assert {r["declared"]["kind"] for r in wrong.failing_records} == {"group_norm"}
     with pytest.raises(normcheck.NormcheckFailure, match="axis_audit group_norm"):
         wrong.raise_for_failures()
+    # the affine axes are inferred too: right groups, gamma applied along H
+    assert all((r["kernel"].get("affine") or {}).get("match") for r in result.records if r["declared"]["affine"])
+    along_h = normcheck.check(gamma_along_h, op="axis_audit")
+    assert not along_h.passed
+    [failing] = along_h.failing_records
+    assert failing["declared"]["kind"] == "batch_norm" and failing["tensor"]["layout"] == "nhwc"
+    assert failing["kernel"]["match"] and not failing["kernel"]["affine"]["match"]
+    assert "affine: MISMATCH: gamma applied along H (4 values" in along_h.describe(failing)

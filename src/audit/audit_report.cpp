@@ -50,12 +50,13 @@ AuditRecord run_audit(const TensorSpec& t, const NormSpec& declared, const std::
   AuditRecord r = run_audit_with(t, declared, k, kernel, dtype, seed);
   for (const AuditKernelInfo& info : audit_kernels())
     if (info.name == kernel) r.planted = info.planted;
-  if (!kernel.empty() && declared.affine) {
-    r.affine = infer_affine(make_affine_audit_kernel(kernel, t, declared, dtype), t, affine_parameter_count(t, declared),
-                            declared.kind != NormKind::rms_norm, dtype, seed);
-    r.affine_verdict = compare_affine(t, declared, *r.affine);
-  }
+  if (!kernel.empty() && declared.affine) add_affine_audit(r, make_affine_audit_kernel(kernel, t, declared, dtype), seed);
   return r;
+}
+
+void add_affine_audit(AuditRecord& r, const AffineAuditKernel& kernel, uint64_t seed) {
+  r.affine = infer_affine(kernel, r.tensor, affine_parameter_count(r.tensor, r.declared), r.declared.kind != NormKind::rms_norm, r.dtype, seed);
+  r.affine_verdict = compare_affine(r.tensor, r.declared, *r.affine);
 }
 
 nlohmann::json audit_record_json(const AuditRecord& r) {

@@ -37,6 +37,10 @@ struct AuditRecord {
 
 AuditRecord run_audit(const TensorSpec& t, const NormSpec& declared, const std::string& kernel, DType dtype, uint64_t seed);
 
+/// Infers along which axes `kernel` applies gamma and beta (the record's declared normalization,
+/// tensor and dtype) and compares them with the declared ones (record fields affine, affine_verdict).
+void add_affine_audit(AuditRecord& r, const AffineAuditKernel& kernel, uint64_t seed);
+
 /// The same with a kernel given as a function (an external kernel through the exec protocol).
 AuditRecord run_audit_with(const TensorSpec& t, const NormSpec& declared, const AuditKernel& kernel, const std::string& name,
                            DType dtype, uint64_t seed);

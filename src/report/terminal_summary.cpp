@@ -185,22 +185,24 @@ void print_audit_summary(const std::vector<audit::AuditRecord>& records) {
       else ++coincide;
     } else {
       ++correct;
-      if (r.verdict->match) ++correct_ok;
+      if (r.matches()) ++correct_ok;
     }
     if (!r.as_expected()) {
       ++unexpected;
+      const bool affine_wrong = r.verdict->match && r.affine_verdict && !r.affine_verdict->match;
       std::printf("axis audit NOT AS EXPECTED: %s on %s %s: %s\n", r.kernel.c_str(), std::string(audit::layout_name(r.tensor.layout)).c_str(),
-                  std::string(audit::kind_name(r.declared.kind)).c_str(), r.verdict->verdict.c_str());
+                  std::string(audit::kind_name(r.declared.kind)).c_str(),
+                  (affine_wrong ? "affine: " + r.affine_verdict->verdict : r.verdict->verdict).c_str());
     }
   }
   const bool external = !records.empty() && records.front().kernel.find(':') != std::string::npos;  // plugin:, serve:
   if (external) {
-    std::printf("\naxis audit of %s: matched its declared groups on %lld of %lld probed cases; %lld not as expected\n",
+    std::printf("\naxis audit of %s: matched its declared groups and affine axes on %lld of %lld probed cases; %lld not as expected\n",
                 records.front().kernel.c_str(), static_cast<long long>(correct_ok), static_cast<long long>(records.size()),
                 static_cast<long long>(unexpected));
     return;
   }
-  std::printf("\naxis audit: %lld correct kernels matched their declared groups (of %lld); %lld planted wrong-axis kernels "
+  std::printf("\naxis audit: %lld correct kernels matched their declared groups and affine axes (of %lld); %lld planted wrong-axis kernels "
               "caught, %lld coincide with the declared groups on their shape (of %lld); %lld not as expected\n",
               static_cast<long long>(correct_ok), static_cast<long long>(correct), static_cast<long long>(caught),
               static_cast<long long>(coincide), static_cast<long long>(planted), static_cast<long long>(unexpected));

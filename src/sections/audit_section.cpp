@@ -22,7 +22,9 @@ std::vector<audit::AuditRecord> external_audits(const GroupedExternalKernel& k, 
   for (DType dt : audit::standard_audit_dtypes())
     for (const auto& [t, n] : audit::standard_audit_cases()) {
       try {
-        out.push_back(audit::run_audit_with(t, n, grouped_audit_kernel(k, t, n, dt), k.name, dt, seed));
+        audit::AuditRecord r = audit::run_audit_with(t, n, grouped_audit_kernel(k, t, n, dt), k.name, dt, seed);
+        if (const auto affine = grouped_affine_audit_kernel(k, t, n, dt)) audit::add_affine_audit(r, *affine, seed);
+        out.push_back(std::move(r));
       } catch (const KernelDeclined&) {
       } catch (const std::exception& e) {
         audit::AuditRecord r = audit::run_audit_with(t, n, audit::AuditKernel(), k.name, dt, seed);

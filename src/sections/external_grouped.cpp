@@ -18,8 +18,10 @@ std::optional<GroupedExternalKernel> external_grouped_kernel(const PlanInputs& i
       external::plugin_grouped_kernel, external::serve_grouped_kernel);
 }
 
-audit::AuditKernel grouped_audit_kernel(const GroupedExternalKernel& k, const audit::TensorSpec& t, const audit::NormSpec& declared,
-                                        DType dtype) {
+namespace {
+
+/// The audit's call of the external kernel: the declared normalization of `t` in `dtype`, eps 1e-5, dy = 0.
+GroupedNormCase audit_call_case(const audit::TensorSpec& t, const audit::NormSpec& declared, DType dtype) {
   GroupedNormCase base;
   base.dtype = dtype;
   base.tensor = t;
@@ -31,16 +33,41 @@ audit::AuditKernel grouped_audit_kernel(const GroupedExternalKernel& k, const au
   if (case_centred(base)) base.beta.assign(base.gamma.size(), 0.0);
   base.running_mean.assign(static_cast<size_t>(case_channel_count(base)), 0.0);
   base.running_var.assign(base.running_mean.size(), 1.0);
-  return [run = k.run, base](const std::vector<double>& x) {
+  return base;
+}
+
+std::vector<double> audit_call(const GroupedExternalKernel& k, GroupedNormCase c) {
+  c.dy.assign(c.x.size(), 0.0);
+  const GroupedOutputs out = k.run(c);
+  if (out.skipped) throw KernelDeclined("the kernel declined the call");
+  if (!out.failure.empty()) throw std::runtime_error(out.failure);
+  const auto y = std::find(out.names.begin(), out.names.end(), "y");
+  if (y == out.names.end()) throw std::runtime_error("the kernel returned no y");
+  return out.values[static_cast<size_t>(y - out.names.begin())];
+}
+
+}  // namespace
+
+audit::AuditKernel grouped_audit_kernel(const GroupedExternalKernel& k, const audit::TensorSpec& t, const audit::NormSpec& declared,
+                                        DType dtype) {
+  return [k, base = audit_call_case(t, declared, dtype)](const std::vector<double>& x) {
     GroupedNormCase c = base;
     c.x = x;
-    c.dy.assign(x.size(), 0.0);
-    const GroupedOutputs out = run(c);
-    if (out.skipped) throw KernelDeclined("the kernel declined the call");
-    if (!out.failure.empty()) throw std::runtime_error(out.failure);
-    const auto y = std::find(out.names.begin(), out.names.end(), "y");
-    if (y == out.names.end()) throw std::runtime_error("the kernel returned no y");
-    return out.values[static_cast<size_t>(y - out.names.begin())];
+    return audit_call(k, std::move(c));
+  };
+}
+
+std::optional<audit::AffineAuditKernel> grouped_affine_audit_kernel(const GroupedExternalKernel& k, const audit::TensorSpec& t,
+                                                                    const audit::NormSpec& declared, DType dtype) {
+  const GroupedNormCase base = audit_call_case(t, declared, dtype);
+  if (!declared.affine || audit::affine_parameter_count(t, declared) != case_param_count(base)) return std::nullopt;
+  const bool with_beta = case_centred(base);
+  return [k, base, with_beta](const std::vector<double>& x, const std::vector<double>& gamma, const std::vector<double>& beta) {
+    GroupedNormCase c = base;
+    c.x = x;
+    c.gamma = gamma;
+    if (with_beta) c.beta = beta;
+    return audit_call(k, std::move(c));
   };
 }
 

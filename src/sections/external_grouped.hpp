@@ -27,4 +27,10 @@ struct KernelDeclined : std::runtime_error {
 audit::AuditKernel grouped_audit_kernel(const GroupedExternalKernel& k, const audit::TensorSpec& t, const audit::NormSpec& declared,
                                         DType dtype);
 
+/// The same with gamma and beta given (the declared affine shape, flattened in memory order): what
+/// affine-axis inference probes. nullopt when the declared normalization has no learned parameters
+/// or its affine shape is not the grouped call's parameter shape (tied affine).
+std::optional<audit::AffineAuditKernel> grouped_affine_audit_kernel(const GroupedExternalKernel& k, const audit::TensorSpec& t,
+                                                                    const audit::NormSpec& declared, DType dtype);
+
 }  // namespace normcheck::sections
