@@ -1,6 +1,7 @@
 #pragma once
 /// Certified references for the QR contraction across LayerNorm (issue 5):
-///   - the original affine -> LayerNorm -> affine block in MPFI (168 -> 500 -> 1330 bits), outputs
+///   - the original affine -> LayerNorm -> affine block on the precision cascade (double ball,
+///     double-double ball, MPFI 168 -> 500 -> 1330 bits), outputs
 ///     f and input cotangent dx certified to 1e-3 ULP of the case dtype, with row statistics;
 ///   - certified upper bounds of the distance between a converter's stored coefficients and the
 ///     exact contraction (|D_hat - D|, |c_hat - c|, |R_hat^T R_hat - T^T T|);
@@ -23,11 +24,15 @@ struct CertifiedAffineLn {
   int64_t undecided_roundings = 0;  ///< outputs whose rounding the enclosure does not decide
 };
 
+/// The ball levels of the precision cascade (docs/bounds.md section 18): 53- and 106-bit midpoints.
+CertifiedAffineLn evaluate_affine_ln_ball(const ContractionCase& c, bool with_vjp);
+CertifiedAffineLn evaluate_affine_ln_dd_ball(const ContractionCase& c, bool with_vjp);
 CertifiedAffineLn evaluate_affine_ln_mpfi50(const ContractionCase& c, bool with_vjp);
 CertifiedAffineLn evaluate_affine_ln_mpfi150(const ContractionCase& c, bool with_vjp);
 CertifiedAffineLn evaluate_affine_ln_mpfi400(const ContractionCase& c, bool with_vjp);
 
-/// Escalates until every output is within 1e-3 ULP of the case dtype.
+/// The precision cascade (double ball, double-double ball, MPFI 168 -> 500 -> 1330 bits) until every
+/// output is within 1e-3 ULP of the case dtype and every rounding decided.
 CertifiedAffineLn certified_affine_ln(const ContractionCase& c, bool with_vjp);
 
 /// Stored coefficients of a contraction, as exact doubles (row-major).

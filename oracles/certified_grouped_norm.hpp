@@ -1,8 +1,9 @@
 #pragma once
 /// Certified reference of a grouped normalization (batch norm training and inference with the
 /// running-statistic update, group norm, instance norm, layer norm over trailing axes, channel
-/// layer norm, RMSNorm over trailing axes): MPFI enclosures escalated 168 -> 500 ->
-/// 1330 bits until every output is within 1e-3 ULP of the case dtype.
+/// layer norm, RMSNorm over trailing axes): the precision cascade (double ball, double-double ball,
+/// MPFI 168 -> 500 -> 1330 bits) until every output is within 1e-3 ULP of the case dtype and every
+/// rounding to it decided.
 #include <vector>
 
 #include "core/certified_value.hpp"
@@ -29,6 +30,9 @@ struct GroupedNormLayout {
   bool centred = true;            ///< false for RMSNorm: no mean, r = (mean(x^2) + eps)^(-1/2), no beta
 };
 
+/// The ball levels of the precision cascade (docs/bounds.md section 18): 53- and 106-bit midpoints.
+CertifiedGroupedNorm evaluate_grouped_ball(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp);
+CertifiedGroupedNorm evaluate_grouped_dd_ball(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp);
 CertifiedGroupedNorm evaluate_grouped_mpfi50(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp);
 CertifiedGroupedNorm evaluate_grouped_mpfi150(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp);
 CertifiedGroupedNorm evaluate_grouped_mpfi400(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp);

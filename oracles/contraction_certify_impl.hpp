@@ -1,5 +1,5 @@
 #pragma once
-/// Shared body of the MPFI contraction TUs (one interval type per TU).
+/// Shared body of the contraction oracle TUs (one interval or ball type per TU).
 #include <algorithm>
 #include <cmath>
 
@@ -78,5 +78,13 @@ CoefficientError coefficient_error(const AffineLnAffine& blk, const StoredContra
   namespace normcheck::oracle {                                                                    \
   CertifiedAffineLn evaluate_affine_ln_mpfi##Digits(const ContractionCase& c, bool with_vjp) {     \
     return detail::evaluate_affine_ln<detail::MpfiInterval<Digits>>(c, with_vjp, detail::mpfi_bits<Digits>()); \
+  }                                                                                                \
+  }
+
+/// The original block's oracle on a ball level of the cascade (Real: Ball or DdBall; bits: its midpoint's precision).
+#define NORMCHECK_DEFINE_BALL_CONTRACTION_ORACLE(suffix, Real, bits)                                   \
+  namespace normcheck::oracle {                                                                    \
+  CertifiedAffineLn evaluate_affine_ln_##suffix(const ContractionCase& c, bool with_vjp) {         \
+    return detail::evaluate_affine_ln<Real>(c, with_vjp, bits);                                    \
   }                                                                                                \
   }

@@ -1,5 +1,5 @@
 #pragma once
-/// Shared body of the MPFI grouped-normalization TUs (one interval type per TU).
+/// Shared body of the grouped-normalization oracle TUs (one interval or ball type per TU).
 #include <boost/multiprecision/mpfi.hpp>
 
 #include "oracles/certified_grouped_norm.hpp"
@@ -38,5 +38,13 @@ CertifiedGroupedNorm evaluate_grouped(const GroupedNormCase& c, const GroupedNor
   CertifiedGroupedNorm evaluate_grouped_mpfi##Digits(const GroupedNormCase& c, const GroupedNormLayout& l,   \
                                                      bool with_vjp) {                                        \
     return detail::evaluate_grouped<detail::MpfiInterval<Digits>>(c, l, with_vjp, detail::mpfi_bits<Digits>()); \
+  }                                                                                                          \
+  }
+
+/// The grouped oracle on a ball level of the cascade (Real: Ball or DdBall; bits: its midpoint's precision).
+#define NORMCHECK_DEFINE_BALL_GROUPED_ORACLE(suffix, Real, bits)                                                 \
+  namespace normcheck::oracle {                                                                              \
+  CertifiedGroupedNorm evaluate_grouped_##suffix(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp) { \
+    return detail::evaluate_grouped<Real>(c, l, with_vjp, bits);                                             \
   }                                                                                                          \
   }

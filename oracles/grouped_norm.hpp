@@ -34,8 +34,10 @@ GroupedNormReference<Real> grouped_norm_reference(const GroupedNormCase& c, cons
   const std::vector<int64_t>& channel_of = l.param_of;
   const int64_t groups = l.groups, channels = l.params;
   std::vector<Real> count(static_cast<size_t>(groups), Real(0)), sum(count), sq(count), vsum(count), vzsum(count);
+  std::vector<int64_t> members(static_cast<size_t>(groups), 0);  // the counts as integers, for the tests on them
   for (size_t e = 0; e < entries; ++e) {
     count[group_of[e]] += Real(1);
+    ++members[group_of[e]];
     if (l.centred) sum[group_of[e]] += Real(c.x[e]);
   }
   for (int64_t g = 0; g < groups; ++g) r.mean.push_back(sum[g] / count[g]);  // 0 for RMSNorm
@@ -76,7 +78,7 @@ GroupedNormReference<Real> grouped_norm_reference(const GroupedNormCase& c, cons
     const Real mom(c.momentum), keep = Real(1) - mom;
     for (int64_t ch = 0; ch < channels; ++ch) {
       const Real n = count[ch];
-      const Real unbiased = n > Real(1) ? r.var[ch] * n / (n - Real(1)) : r.var[ch];
+      const Real unbiased = members[ch] > 1 ? r.var[ch] * n / (n - Real(1)) : r.var[ch];
       r.running_mean.push_back(keep * Real(c.running_mean[ch]) + mom * r.mean[ch]);
       r.running_var.push_back(keep * Real(c.running_var[ch]) + mom * unbiased);
     }

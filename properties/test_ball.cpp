@@ -12,9 +12,16 @@
 #include "oracles/ball.hpp"
 #include "oracles/dd_ball.hpp"
 #include "oracles/certified_layernorm.hpp"
+#include "oracles/certified_contraction.hpp"
+#include "oracles/certified_grouped_norm.hpp"
 #include "oracles/certified_rms_block.hpp"
 #include "properties/block_generators.hpp"
+#include "properties/contraction_generators.hpp"
+#include "properties/grouped_generators.hpp"
 #include "suite/block_suite.hpp"
+#include "suite/contraction_suite.hpp"
+#include "suite/grouped_judge.hpp"
+#include "suite/grouped_suite.hpp"
 #include "properties/generators.hpp"
 #include "properties/jvp_generators.hpp"
 #include "suite/runner.hpp"
@@ -329,6 +336,73 @@ TEST(Cascade, TheBlockAgreesWithTheMpfiPathOnEveryQuickSuiteBlockCase) {
   std::string by;
   for (const auto& [bits, n] : levels) by += fmt::format(" {}:{}", bits, n);
   std::printf("compared %lld block outputs of %lld cases; certified by (bits:cases)%s\n", static_cast<long long>(compared),
+              static_cast<long long>(cases), by.c_str());
+  EXPECT_GT(levels[53] + levels[106], 0);  // the fast levels are used
+  EXPECT_GT(compared, 0);
+}
+
+TEST(Cascade, TheGroupedNormsAgreeWithTheMpfiPathOnEveryQuickSuiteGroupedCase) {
+  // The quick suite's grouped cases (every kind and layout), built as the run builds them: the cascade
+  // (double ball, double-double ball, then MPFI) against MPFI alone, output by output.
+  const GroupedSuiteConfig cfg = *suite_grouped_config("quick");
+  std::map<int, int> levels;
+  int64_t compared = 0, cases = 0;
+  const auto& kinds = grouped_suite_kinds();
+  const auto& layouts = grouped_suite_layouts();
+  for (DType dt : cfg.dtypes)
+    for (size_t k = 0; k < kinds.size(); ++k)
+      for (size_t l = 0; l < layouts.size(); ++l)
+        for (int64_t i = 0; i < cfg.cases_per_layout; ++i, ++cases) {
+          const GroupedNormCase c =
+              gen::make_grouped_case(kinds[k], layouts[l], dt, grouped_case_seed(cfg.seed, dt, static_cast<int>(k), static_cast<int>(l), i));
+          const oracle::GroupedNormLayout lay = grouped_layout(c);
+          const oracle::CertifiedGroupedNorm fast = oracle::certified_grouped_norm(c, lay, true);
+          const oracle::CertifiedGroupedNorm mpfi = escalate_until_accepted<oracle::CertifiedGroupedNorm>(
+              {oracle::evaluate_grouped_mpfi50, oracle::evaluate_grouped_mpfi150, oracle::evaluate_grouped_mpfi400}, c, lay, true);
+          ++levels[fast.precision_bits];
+          EXPECT_EQ(accepted(fast), accepted(mpfi));
+          const std::string what = fmt::format("{} {} {} case {} seed {}", audit::kind_name(kinds[k]), audit::layout_name(layouts[l]),
+                                               dtype_info(dt).name, i, c.seed);
+          compared += expect_agreement(fast.y, mpfi.y, what + " y") + expect_agreement(fast.dx, mpfi.dx, what + " dx") +
+                      expect_agreement(fast.dgamma, mpfi.dgamma, what + " dgamma") + expect_agreement(fast.dbeta, mpfi.dbeta, what + " dbeta") +
+                      expect_agreement(fast.running_mean, mpfi.running_mean, what + " running_mean") +
+                      expect_agreement(fast.running_var, mpfi.running_var, what + " running_var") +
+                      expect_agreement(fast.y_inference, mpfi.y_inference, what + " y_inference");
+          for (size_t g = 0; g < fast.rstd.size(); ++g)  // the group statistics the bounds read: enclosures overlap
+            EXPECT_LE(std::fabs(fast.rstd[g] - mpfi.rstd[g]), fast.rstd_rad[g] + mpfi.rstd_rad[g]) << what << " group " << g;
+        }
+  std::string by;
+  for (const auto& [bits, n] : levels) by += fmt::format(" {}:{}", bits, n);
+  std::printf("compared %lld grouped outputs of %lld cases; certified by (bits:cases)%s\n", static_cast<long long>(compared),
+              static_cast<long long>(cases), by.c_str());
+  EXPECT_GT(levels[53] + levels[106], 0);  // the fast levels are used
+  EXPECT_GT(compared, 0);
+}
+
+TEST(Cascade, TheContractionOracleAgreesWithTheMpfiPathOnEveryQuickSuiteContractionCase) {
+  // The quick suite's affine -> LayerNorm -> affine cases (the original block every contraction is
+  // judged against), built as the run builds them: the cascade against MPFI alone, f and dx.
+  const ContractionSuiteConfig cfg = *suite_contraction_config("quick");
+  std::map<int, int> levels;
+  int64_t compared = 0, cases = 0;
+  for (DType dt : cfg.dtypes)
+    for (size_t g = 0; g < cfg.generators.size(); ++g)
+      for (int64_t k = 0; k < cfg.cases_per_generator; ++k, ++cases) {
+        const ContractionCase c = gen::make_contraction_case(cfg.generators[g], dt, contraction_case_seed(cfg.seed, dt, g, k));
+        const bool with_vjp = !c.dy.empty();
+        const oracle::CertifiedAffineLn fast = oracle::certified_affine_ln(c, with_vjp);
+        const oracle::CertifiedAffineLn mpfi = escalate_until_accepted<oracle::CertifiedAffineLn>(
+            {oracle::evaluate_affine_ln_mpfi50, oracle::evaluate_affine_ln_mpfi150, oracle::evaluate_affine_ln_mpfi400}, c, with_vjp);
+        ++levels[fast.precision_bits];
+        EXPECT_EQ(accepted(fast), accepted(mpfi));
+        const std::string what = fmt::format("contraction {} {} case {} seed {}", dtype_info(dt).name, cfg.generators[g], k, c.seed);
+        compared += expect_agreement(fast.f, mpfi.f, what + " f") + expect_agreement(fast.dx, mpfi.dx, what + " dx");
+        for (size_t i = 0; i < fast.rstd.size(); ++i)  // the row statistics the bound reads: enclosures overlap
+          EXPECT_LE(std::fabs(fast.rstd[i] - mpfi.rstd[i]), fast.rstd_rad[i] + mpfi.rstd_rad[i]) << what << " row " << i;
+      }
+  std::string by;
+  for (const auto& [bits, n] : levels) by += fmt::format(" {}:{}", bits, n);
+  std::printf("compared %lld contraction outputs of %lld cases; certified by (bits:cases)%s\n", static_cast<long long>(compared),
               static_cast<long long>(cases), by.c_str());
   EXPECT_GT(levels[53] + levels[106], 0);  // the fast levels are used
   EXPECT_GT(compared, 0);
