@@ -245,6 +245,18 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.budget->add_option("--cases", cl.budget_opts.cases, "random budget cases per dtype (default 2)");
   cl.budget->add_option("--threads", cl.budget_opts.threads, "worker threads")->check(CLI::Range(1, 256));
   cl.budget->add_option("--seed", cl.budget_opts.seed, "seed")->check(kSeed);
+  cl.budget_search = cl.app.add_subcommand("search-budget", "worst-case search of the norm budget over initial states and port signals");
+  cl.budget_search->add_option("--dtypes", cl.budget_search_opts.dtypes, "storage dtypes (default f32,bf16)")->delimiter(',');
+  cl.budget_search->add_option("--objectives", cl.budget_search_opts.objectives, "tightness (||x_t|| / fp budget) and/or slack (fp / exact budget - 1)")
+      ->delimiter(',');
+  cl.budget_search->add_option("--width", cl.budget_search_opts.width, "stream width (default 8, in [2, 256])");
+  cl.budget_search->add_option("--depth", cl.budget_search_opts.depth, "stream depth (default 12, in [1, 300])");
+  cl.budget_search->add_option("--h", cl.budget_search_opts.h, "port-Hamiltonian step size (default 0.25)");
+  cl.budget_search->add_option("--restarts", cl.budget_search_opts.restarts, "random restarts (default 4)")->check(CLI::Range(1, 1000));
+  cl.budget_search->add_option("--iterations", cl.budget_search_opts.iterations, "hill-climbing steps per restart (default 40)")
+      ->check(CLI::Range(0, 100000));
+  cl.budget_search->add_option("--seed", cl.budget_search_opts.seed, "search seed")->check(kSeed);
+  cl.budget_search->add_option("--out", cl.budget_search_opts.out, "write the worst cases found as a corpus (JSON)");
   cl.history = cl.app.add_subcommand("history", "nightly history in SQLite: add a report, show a record's trend");
   cl.history->require_subcommand(1);
   cl.history->fallthrough();  // --quiet / --verbose after `history add`

@@ -30,13 +30,14 @@ struct CommandLine {
   BoundsOptions bounds_opts;
   BiasOptions bias_opts;
   BudgetOptions budget_opts;
+  BudgetSearchOptions budget_search_opts;
   bool suites_json = false;
   bool list_json = false;
   HistoryOptions history_opts;
   bool quiet = false, verbose = false;  ///< --quiet / --verbose, accepted by every subcommand (docs/terminal.md)
   CLI::App *run = nullptr, *replay = nullptr, *list = nullptr, *search = nullptr, *contract = nullptr, *example = nullptr,
            *audit = nullptr, *diff = nullptr, *suites = nullptr, *merge = nullptr, *render = nullptr, *bench = nullptr, *bench_oracle = nullptr, *bench_audit = nullptr,
-           *bias = nullptr, *bounds = nullptr, *budget = nullptr, *version = nullptr, *completion = nullptr, *manpage = nullptr,
+           *bias = nullptr, *bounds = nullptr, *budget = nullptr, *budget_search = nullptr, *version = nullptr, *completion = nullptr, *manpage = nullptr,
            *history = nullptr, *history_add = nullptr, *history_show = nullptr;
   std::string completion_shell;
 };

@@ -126,6 +126,17 @@ struct BudgetOptions {
 };
 int norm_budget_command(const BudgetOptions& o, const std::string& command_line);
 
+/// normcheck search-budget (issue 20): worst-case search over the stream's initial state and port signals.
+struct BudgetSearchOptions {
+  std::vector<std::string> dtypes = {"f32", "bf16"}, objectives = {"tightness", "slack"};
+  int64_t width = 8, depth = 12;
+  double h = 0.25;
+  int restarts = 4, iterations = 40;
+  uint64_t seed = 1;
+  std::string out;  ///< the corpus (JSON) of the worst cases found; empty: none written
+};
+int search_budget_command(const BudgetSearchOptions& o);
+
 /// normcheck bench-external: calls per second of each external-call path, baseline and persistent side by side.
 struct BenchOptions {
   std::string plugin, exec, serve, op = "layernorm_forward", dtype = "f32";

@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
     if (*cl.merge) return normcheck::cli::merge_command(cl.merge_opts, joined_args(argc, argv));
     if (*cl.render) return normcheck::cli::render_command(cl.render_opts);
     if (*cl.budget) return normcheck::cli::norm_budget_command(cl.budget_opts, joined_args(argc, argv));
+    if (*cl.budget_search) return normcheck::cli::search_budget_command(cl.budget_search_opts);
   } catch (const std::exception& e) {
     normcheck::cli::print_error(e.what());
     return normcheck::cli::kExitBadInput;

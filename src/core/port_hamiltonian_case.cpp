@@ -29,6 +29,7 @@ PhStep ph_step_params(const PhCase& c, int64_t t) {
   if (std::all_of(p.v.begin(), p.v.end(), [](double x) { return x == 0; })) p.v[0] = 1;
   for (int64_t i = 0; i < n * m; ++i) p.B.push_back(r(sm));
   for (int64_t i = 0; i < m; ++i) p.u.push_back(r(1.0));
+  if (static_cast<int64_t>(c.u.size()) == c.depth * m) p.u.assign(c.u.begin() + t * m, c.u.begin() + (t + 1) * m);
   return p;
 }
 

@@ -31,6 +31,7 @@ struct PhCase {
   double theta_scale = 1.5;  ///< theta_i ~ N(0, theta_scale^2)
   uint64_t seed = 0;
   std::vector<double> x0;
+  std::vector<double> u;  ///< port signals, depth x m step-major (the worst-case search's); empty: drawn from the seed
 };
 
 /// Number of ports used for width n: min(n, 8).
