@@ -14,13 +14,24 @@ namespace normcheck {
 
 using namespace bounds_detail;
 
-TensorBound layernorm_jvp_bound(const LayerNormCase& c, const LayerNormTangents& t,
-                                const oracle::CertifiedLayerNormJvp& ref, DType accum) {
-  LayerNormCase unit = c;  // the kernel's q: the backward's dx with gamma = 1, dy = t, nothing stored
+namespace {
+
+/// The case whose backward dx is the JVP kernel's q: the case's x and eps, gamma = 1, beta = 0,
+/// dy = the x tangent, the accumulator as its dtype (nothing stored).
+LayerNormCase unit_case(const LayerNormCase& c, const LayerNormTangents& t, DType accum) {
+  LayerNormCase unit = c;
   unit.dtype = accum;
   unit.gamma.assign(static_cast<size_t>(c.n), 1.0);
   unit.beta.assign(static_cast<size_t>(c.n), 0.0);
   unit.dy = t.dx;
+  return unit;
+}
+
+}  // namespace
+
+TensorBound layernorm_jvp_bound(const LayerNormCase& c, const LayerNormTangents& t,
+                                const oracle::CertifiedLayerNormJvp& ref, DType accum) {
+  const LayerNormCase unit = unit_case(c, t, accum);
   const oracle::CertifiedLayerNorm q_ref = oracle::certified_layernorm(unit, true);
   const BoundModel mq{StatsModel::two_pass, accum, accum, SumOrder::sequential, -1, 0};
   const Units uq = units_of(mq);
@@ -51,11 +62,7 @@ TensorBound layernorm_jvp_bound(const LayerNormCase& c, const LayerNormTangents&
 // and two (magnitude, error) steps.
 TensorBound rmsnorm_jvp_bound(const LayerNormCase& c, const LayerNormTangents& t, const oracle::CertifiedLayerNormJvp& ref,
                               DType accum) {
-  LayerNormCase unit = c;
-  unit.dtype = accum;
-  unit.gamma.assign(static_cast<size_t>(c.n), 1.0);
-  unit.beta.assign(static_cast<size_t>(c.n), 0.0);
-  unit.dy = t.dx;
+  const LayerNormCase unit = unit_case(c, t, accum);
   const oracle::CertifiedLayerNorm q_ref = oracle::certified_rmsnorm(unit, true);
   const BoundModel mq{StatsModel::rms, accum, accum, SumOrder::sequential, -1, 0};
   const Units uq = units_of(mq);

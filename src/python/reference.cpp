@@ -45,10 +45,8 @@ py::dict certificates(const std::vector<CertifiedValue>& v, const std::vector<in
   return d;
 }
 
-/// The certified reference of LayerNorm or RMSNorm (and its VJP when dy is given) on exact inputs of
-/// the dtype: refuses values the dtype cannot hold, eps <= 0 and mismatched shapes.
-py::dict reference(bool rms, const py::handle& x, const py::handle& gamma, const py::object& beta, double eps, const std::string& dtype,
-                   const py::object& dy) {
+/// The case of a row-wise reference: x (rows, n), gamma, eps in `dtype` (beta and dy left to the caller).
+LayerNormCase rows_case(const py::handle& x, const py::handle& gamma, double eps, const std::string& dtype) {
   LayerNormCase c;
   c.dtype = dtype_named(dtype);
   const auto xa = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(x);
@@ -58,6 +56,14 @@ py::dict reference(bool rms, const py::handle& x, const py::handle& gamma, const
   c.eps = eps;
   c.x = vector_of(x, "x");
   c.gamma = vector_of(gamma, "gamma");
+  return c;
+}
+
+/// The certified reference of LayerNorm or RMSNorm (and its VJP when dy is given) on exact inputs of
+/// the dtype: refuses values the dtype cannot hold, eps <= 0 and mismatched shapes.
+py::dict reference(bool rms, const py::handle& x, const py::handle& gamma, const py::object& beta, double eps, const std::string& dtype,
+                   const py::object& dy) {
+  LayerNormCase c = rows_case(x, gamma, eps, dtype);
   c.beta = beta.is_none() ? std::vector<double>(static_cast<size_t>(c.n), 0.0) : vector_of(beta, "beta");
   const bool with_vjp = !dy.is_none();
   if (with_vjp) c.dy = vector_of(dy, "dy");
@@ -78,15 +84,7 @@ py::dict reference(bool rms, const py::handle& x, const py::handle& gamma, const
 /// The certified LayerNorm or RMSNorm JVP (du) at a point along tangents, on exact inputs of the dtype.
 py::dict reference_jvp(bool rms, const py::handle& x, const py::handle& gamma, const py::object& beta, double eps, const std::string& dtype,
                        const py::handle& dx, const py::handle& dgamma, const py::object& dbeta) {
-  LayerNormCase c;
-  c.dtype = dtype_named(dtype);
-  const auto xa = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(x);
-  if (!xa || xa.ndim() != 2) throw py::value_error("x must be a 2-D array (rows, n)");
-  c.rows = xa.shape(0);
-  c.n = xa.shape(1);
-  c.eps = eps;
-  c.x = vector_of(x, "x");
-  c.gamma = vector_of(gamma, "gamma");
+  LayerNormCase c = rows_case(x, gamma, eps, dtype);
   const std::vector<double> zeros(static_cast<size_t>(c.n), 0.0);  // RMSNorm: no beta, no dbeta
   c.beta = rms ? zeros : vector_of(beta, "beta");
   const LayerNormTangents t{vector_of(dx, "dx"), vector_of(dgamma, "dgamma"), rms ? zeros : vector_of(dbeta, "dbeta")};
