@@ -33,6 +33,28 @@ CertifiedPhStream certified_ph_stream(const PhCase& c);
 CertifiedPhStream certified_ph_stream_mpfi50(const PhCase& c);
 CertifiedPhStream certified_ph_stream_mpfi150(const PhCase& c);
 
+/// The backward stream of case c for the cotangent g_L = ph_cotangent(c) (docs/bounds.md section
+/// 14.7): g_t = C_t^T Lambda_t g_{t+1}, the port gradients h B_t^T g_{t+1}, carried as an l2 ball
+/// like the forward stream (C^T = C(-S) is applied by the same certified solve).
+struct CertifiedPhBackward {
+  std::vector<CertifiedValue> grad_x0;       ///< dL/dx_0 per component, in the case dtype
+  std::vector<double> norm_lo, norm_hi;      ///< enclosure of ||g_t||, t = 0..L (g_L = the cotangent)
+  std::vector<double> port_lo, port_hi;      ///< enclosure of ||h B_t^T g_{t+1}||, t = 0..L-1
+  std::vector<double> port_budget_lo;        ///< lower bound of h ||B_t||_F ||g_L||, t = 0..L-1
+  double lambda_max = 0;
+  bool contractive = true;      ///< lambda_max < 1, certified
+  bool budget_holds = true;     ///< upper ||g_t|| <= lower ||g_L|| for every t < L (backward decay)
+  bool port_budget_holds = true;  ///< upper ||h B_t^T g_{t+1}|| <= lower h ||B_t||_F ||g_L||
+  int precision_bits = 0;
+  double max_err_ulps = 0;      ///< of grad_x0, in ULPs of the dtype
+  bool certified = false;
+};
+
+/// Escalating 168 -> 500 bits until dL/dx_0 is certified.
+CertifiedPhBackward certified_ph_backward(const PhCase& c);
+CertifiedPhBackward certified_ph_backward_mpfi50(const PhCase& c);
+CertifiedPhBackward certified_ph_backward_mpfi150(const PhCase& c);
+
 /// A certified matrix (row-major) in the case dtype.
 struct CertifiedMatrix {
   int64_t n = 0;
@@ -60,5 +82,10 @@ CertifiedMatrix certified_dissipation_mpfi150(const PhStep& p, DType dt);
 /// of the residual controls; kind 0 plain x + f(x), 1 x + f(LN(x)), 2 LN(x + f(x)).
 std::vector<double> residual_stream_norms_mpfr(int kind, DType dt, const std::vector<double>& x0, double gain,
                                                uint64_t seed, int64_t depth, double eps);
+
+/// The same controls' gradient growth ||d<g, x_d>/dx_0|| / ||g|| for each network depth d in
+/// `depths` (the growth table's gradient column), same arithmetic.
+std::vector<double> residual_stream_grad_ratios_mpfr(int kind, DType dt, const std::vector<double>& x0, const std::vector<double>& g,
+                                                     double gain, uint64_t seed, const std::vector<int64_t>& depths, double eps);
 
 }  // namespace normcheck::oracle

@@ -5,6 +5,8 @@
 ///                                                 the certified solve in port_hamiltonian_certify_impl.hpp)
 ///   Lambda = H diag(tanh theta) H, H = I - 2 v v^T / (v^T v)   symmetric, spectrum tanh(theta_i)
 ///   x_{t+1} = Lambda C x_t + h B u
+///   backward: dL/dx_t = C^T Lambda dL/dx_{t+1} (C^T = C(-S), applied by the same certified solve),
+///             dL/du_t = h B^T dL/dx_{t+1}
 /// and the residual-stream controls of the growth table (x + f(x), x + f(LN(x)), LN(x + f(x))).
 #include <cstdint>
 #include <vector>
@@ -74,6 +76,19 @@ std::vector<Real> port_term(const std::vector<double>& B, const std::vector<doub
   return y;
 }
 
+/// h B^T g: the port signal's gradient.
+template <class Real>
+std::vector<Real> port_adjoint(const std::vector<double>& B, const std::vector<Real>& g, int64_t n, int64_t m, double h) {
+  std::vector<Real> y(static_cast<size_t>(m), Real(0));
+  for (int64_t j = 0; j < m; ++j) {
+    Real s(0);
+    for (int64_t i = 0; i < n; ++i)
+      if (B[i * m + j] != 0) s += Real(B[i * m + j]) * g[i];
+    y[j] = Real(h) * s;
+  }
+  return y;
+}
+
 /// Branch f(x) = W2 relu(W1 x).
 template <class Real>
 std::vector<Real> branch(const std::vector<double>& W1, const std::vector<double>& W2, const std::vector<Real>& x) {
@@ -82,6 +97,41 @@ std::vector<Real> branch(const std::vector<double>& W1, const std::vector<double
   for (auto& e : a)
     if (e < Real(0)) e = Real(0);
   return mat_vec(W2, n, n, a);
+}
+
+/// f'(x)^T g = W1^T (relu'(W1 x) . (W2^T g)), relu'(a) = [a > 0].
+template <class Real>
+std::vector<Real> branch_vjp(const std::vector<double>& W1, const std::vector<double>& W2, const std::vector<Real>& x,
+                             const std::vector<Real>& g) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  const std::vector<Real> a = mat_vec(W1, n, n, x);
+  std::vector<Real> b(x.size(), Real(0)), out(x.size(), Real(0));
+  for (int64_t i = 0; i < n; ++i)
+    if (a[i] > Real(0))
+      for (int64_t k = 0; k < n; ++k) b[i] += Real(W2[k * n + i]) * g[k];
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < n; ++i) out[j] += Real(W1[i * n + j]) * b[i];
+  return out;
+}
+
+/// LN'(x)^T g = r (g - mean(g) - y mean(g y)), y = (x - mean) r, r = 1 / sqrt(var + eps) (gamma = 1).
+template <class Real>
+std::vector<Real> layer_norm_vjp(const std::vector<Real>& x, const std::vector<Real>& g, double eps) {
+  const Real n(static_cast<double>(x.size()));
+  Real mean(0), var(0), mg(0), mgy(0);
+  for (const auto& e : x) mean += e;
+  mean /= n;
+  for (const auto& e : x) var += (e - mean) * (e - mean);
+  const Real r = Real(1) / sqrt(var / n + Real(eps));
+  for (size_t i = 0; i < x.size(); ++i) {
+    mg += g[i];
+    mgy += g[i] * (x[i] - mean) * r;
+  }
+  mg /= n;
+  mgy /= n;
+  std::vector<Real> dx;
+  for (size_t i = 0; i < x.size(); ++i) dx.push_back(r * (g[i] - mg - (x[i] - mean) * r * mgy));
+  return dx;
 }
 
 /// LN(x) = (x - mean) / sqrt(var + eps), gamma = 1, beta = 0, biased variance.

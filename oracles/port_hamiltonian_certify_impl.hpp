@@ -205,6 +205,66 @@ CertifiedPhStream stream(const PhCase& c, int bits) {
   return out;
 }
 
+/// Upper bound of ||B||_F (exact doubles) and its lower bound, h included.
+template <class I>
+std::pair<double, double> h_frobenius(const std::vector<double>& B, double h) {
+  I s(0);
+  for (double b : B) s += I(b) * I(b);
+  const I f = I(h) * sqrt(s);
+  return {mag_up(f, true), mag_up(f)};
+}
+
+/// The backward stream (section 14.7): the cotangent ball (center g~, radius rho) goes through
+/// Lambda (symmetric: the forward's dissipation_apply) and C^T = (I + hS/2)^-1 (I - hS/2), the
+/// forward's certified solve with h -> -h (||(I + hS/2)^-1||_2 <= 1 for skew S as well):
+/// rho_t = res + rad(Lambda g~) + lambda rho_{t+1}.
+template <class I>
+CertifiedPhBackward backward(const PhCase& c, int bits) {
+  CertifiedPhBackward out;
+  out.precision_bits = bits;
+  const std::vector<double> gL = ph_cotangent(c);
+  std::vector<I> g(gL.begin(), gL.end());
+  double rho = 0;
+  const auto gLn = norm_enclosure(g);
+  std::vector<double> lo{gLn.first}, hi{gLn.second};
+  for (int64_t t = c.depth - 1; t >= 0; --t) {
+    const PhStep p = ph_step_params(c, t);
+    const std::pair<double, double> hb = h_frobenius<I>(p.B, c.h);
+    const auto pn = norm_enclosure(ph::port_adjoint<I>(p.B, g, p.n, p.m, c.h));
+    const double prad = up(hb.second * rho);
+    out.port_lo.push_back(std::max(0.0, down(pn.first - prad)));
+    out.port_hi.push_back(up(pn.second + prad));
+    out.port_budget_lo.push_back(down(hb.first * gLn.first));
+    if (out.port_hi.back() > out.port_budget_lo.back()) out.port_budget_holds = false;
+    const double lam = lambda_upper<I>(p.theta);
+    out.lambda_max = std::max(out.lambda_max, lam);
+    std::vector<I> a = ph::dissipation_apply(p.theta, p.v, g);
+    const double enc = radius_l2(a);
+    for (auto& e : a) e = thin_mid(e);
+    double res = 0;
+    g = cayley_image(p, half_h_s<I>(p, -c.h), cayley_lu_double(p, -c.h), a, res);
+    rho = up(res + up(enc + up(lam * rho)));
+    const auto gn = norm_enclosure(g);
+    lo.push_back(std::max(0.0, down(gn.first - rho)));
+    hi.push_back(up(gn.second + rho));
+    if (hi.back() > gLn.first) out.budget_holds = false;
+  }
+  out.norm_lo.assign(lo.rbegin(), lo.rend());
+  out.norm_hi.assign(hi.rbegin(), hi.rend());
+  std::reverse(out.port_lo.begin(), out.port_lo.end());
+  std::reverse(out.port_hi.begin(), out.port_hi.end());
+  std::reverse(out.port_budget_lo.begin(), out.port_budget_lo.end());
+  out.contractive = out.lambda_max < 1;
+  const FloatFormat& fmt = *dtype_info(c.dtype).format;
+  for (const I& e : g) {
+    out.grad_x0.push_back(certify_ball(e, rho, c.dtype));
+    const CertifiedValue& cv = out.grad_x0.back();
+    out.max_err_ulps = std::max(out.max_err_ulps, cv.rad_in(ulp_at(cv.approx(), fmt)));
+  }
+  out.certified = out.max_err_ulps <= kRequiredUlpFraction;
+  return out;
+}
+
 template <class I>
 CertifiedMatrix cayley_matrix(const PhStep& p, double h, DType dt, int bits) {
   CertifiedMatrix out;
@@ -275,6 +335,9 @@ int bits_of() {
   namespace normcheck::oracle {                                                                     \
   CertifiedPhStream certified_ph_stream_mpfi##Digits(const PhCase& c) {                             \
     return ph_detail::stream<ph_detail::Interval<Digits>>(c, ph_detail::bits_of<Digits>());          \
+  }                                                                                                 \
+  CertifiedPhBackward certified_ph_backward_mpfi##Digits(const PhCase& c) {                         \
+    return ph_detail::backward<ph_detail::Interval<Digits>>(c, ph_detail::bits_of<Digits>());        \
   }                                                                                                 \
   CertifiedMatrix certified_cayley_mpfi##Digits(const PhStep& p, double h, DType dt) {              \
     return ph_detail::cayley_matrix<ph_detail::Interval<Digits>>(p, h, dt, ph_detail::bits_of<Digits>()); \

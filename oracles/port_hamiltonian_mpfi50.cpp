@@ -11,6 +11,11 @@ CertifiedPhStream certified_ph_stream(const PhCase& c) {
   return r.certified ? r : certified_ph_stream_mpfi150(c);
 }
 
+CertifiedPhBackward certified_ph_backward(const PhCase& c) {
+  CertifiedPhBackward r = certified_ph_backward_mpfi50(c);
+  return r.certified ? r : certified_ph_backward_mpfi150(c);
+}
+
 CertifiedMatrix certified_cayley(const PhStep& p, double h, DType dt) {
   CertifiedMatrix r = certified_cayley_mpfi50(p, h, dt);
   return r.certified ? r : certified_cayley_mpfi150(p, h, dt);

@@ -209,3 +209,106 @@ TEST(Growth, TheRescaledPlainStreamIsThePlainOneAndOutlivesItsOverflow) {
     }
   }
 }
+
+// ---- The backward stream (docs/bounds.md section 14.7) ----
+
+RC_GTEST_PROP(PhBackward, GradientBudgetPortBoundAndBackwardErrorHoldInEveryDtype, ()) {
+  Rng rng(*rc::gen::arbitrary<uint64_t>());
+  const DType dt = kDtypes[rng.range(0, 3)];
+  BudgetCaseOptions o;
+  o.forward = false;
+  const PhCase c = make_ph_case(dt, rng.log_range(2, 24), rng.log_range(1, 40), random_h(rng, dt), rng.next());
+  const BudgetCaseResult r = run_budget_case(c, o);
+  for (const BudgetCheck& k : r.checks) {
+    RC_LOG() << dtype_info(dt).name << " n " << c.n << " L " << c.depth << " h " << c.h << " " << k.variant << "/" << k.property
+             << " value " << k.max_value << " bound " << k.max_bound << " ratio " << k.max_ratio << (k.failed ? " FAILED" : "") << "\n";
+    RC_ASSERT(!k.failed);
+    RC_ASSERT(k.uncertified == 0);
+  }
+  RC_ASSERT(find_check(r, "stream_vjp", "backward_error")->acc.count() == c.n);
+  RC_ASSERT(find_check(r, "stream_vjp", "fp_grad_budget") != nullptr);
+  RC_ASSERT(find_check(r, "stream_vjp", "port_grad_budget") != nullptr);
+  RC_ASSERT(find_check(r, "oracle", "exact_grad_budget") != nullptr);
+  RC_ASSERT(find_check(r, "stream", "fp_budget") == nullptr);  // forward off: only the backward ran
+  // Backward decay, certified: ||g_t|| never exceeds ||g_L||.
+  for (size_t t = 0; t + 1 < r.grad_oracle_norms.size(); ++t) RC_ASSERT(r.grad_oracle_norms[t] <= r.grad_oracle_norms.back());
+}
+
+TEST(PhBackward, TheBackwardStreamIsTheAdjointOfTheForwardOne) {
+  // For the affine stream x_L = J x_0 + c: <g_L, x_L(x_0) - x_L(0)> = <J^T g_L, x_0> = <g_0, x_0>, with
+  // x_L from the certified forward oracle and g_0 from the certified backward one (f64: both to
+  // 1e-3 ULP). A backward stream with C instead of C^T would miss by O(1).
+  for (const int64_t n : {3, 8, 17}) {
+    PhCase c = make_ph_case(DType::f64, n, 9, 0.75, 400 + static_cast<uint64_t>(n));
+    const oracle::CertifiedPhStream with_x0 = oracle::certified_ph_stream(c);
+    PhCase zero = c;
+    zero.x0.assign(zero.x0.size(), 0.0);
+    const oracle::CertifiedPhStream without = oracle::certified_ph_stream(zero);
+    const oracle::CertifiedPhBackward back = oracle::certified_ph_backward(c);
+    ASSERT_TRUE(back.certified);
+    const std::vector<double> gL = ph_cotangent(c);
+    double lhs = 0, rhs = 0, scale = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      lhs += gL[i] * (with_x0.x_final[i].approx() - without.x_final[i].approx());
+      rhs += back.grad_x0[i].approx() * c.x0[i];
+      scale += std::fabs(gL[i] * with_x0.x_final[i].approx()) + std::fabs(back.grad_x0[i].approx() * c.x0[i]);
+    }
+    EXPECT_NEAR(lhs, rhs, 1e-13 * scale) << "n " << n;
+    EXPECT_GT(std::fabs(rhs), 1e-6 * scale) << "n " << n;  // not a vacuous 0 = 0
+  }
+}
+
+TEST(PhPlanted, AnUntransposedVjpSlipsThroughEveryBudgetButNotTheOracle) {
+  // C instead of C^T: still orthogonal, so every norm budget holds; only the certified backward
+  // stream sees that the gradient points the wrong way.
+  for (DType dt : kDtypes) {
+    BudgetCaseOptions o;
+    o.forward = false;
+    o.step_vjp = "ph_step_vjp_untransposed";
+    const BudgetCaseResult r = run_budget_case(make_ph_case(dt, 16, 3, 1.5, 9), o);
+    const BudgetCheck* err = find_check(r, "stream_vjp", "backward_error");
+    ASSERT_TRUE(err);
+    EXPECT_TRUE(err->failed) << dtype_info(dt).name << " ||g^_0 - g_0|| / e_0 " << err->max_ratio;
+    std::printf("%s: untransposed VJP ||g^_0 - g_0|| / e_0 = %.3g, %lld of %lld elements beyond e_0\n", std::string(dtype_info(dt).name).c_str(),
+                err->max_ratio, static_cast<long long>(err->acc.bound_violations()), static_cast<long long>(err->acc.count()));
+    EXPECT_GT(err->acc.bound_violations(), 0) << dtype_info(dt).name;
+    EXPECT_FALSE(find_check(r, "stream_vjp", "fp_grad_budget")->failed) << dtype_info(dt).name;
+    EXPECT_FALSE(find_check(r, "oracle", "exact_grad_budget")->failed);
+  }
+}
+
+TEST(PhPlanted, AResidualLeakInTheVjpBreaksTheGradientBudgetInEveryDtype) {
+  for (DType dt : kDtypes) {
+    BudgetCaseOptions o;
+    o.forward = false;
+    o.step_vjp = "ph_step_vjp_residual_leak";
+    const BudgetCaseResult r = run_budget_case(make_ph_case(dt, 16, 24, 0.25, 8), o);
+    const BudgetCheck* budget = find_check(r, "stream_vjp", "fp_grad_budget");
+    ASSERT_TRUE(budget);
+    EXPECT_TRUE(budget->failed) << dtype_info(dt).name << " max ||g^_t|| / G^_t " << budget->max_ratio;
+    EXPECT_TRUE(find_check(r, "stream_vjp", "backward_error")->failed) << dtype_info(dt).name;
+    EXPECT_FALSE(find_check(r, "oracle", "exact_grad_budget")->failed);  // the oracle is not fooled
+  }
+}
+
+TEST(Growth, TheGradientColumnMatchesItsReferencesAndThePortHamiltonianGradientDecays) {
+  // f64 VJP kernels against the 168-bit references (LayerNorm and relu graphs transposed by hand
+  // in both): the ratios agree to 1e-9 where finite; the port-Hamiltonian gradient never grows
+  // (certified backward decay), the plain residual's grows like its forward.
+  GrowthConfig cfg;
+  cfg.depths = {6, 24, 60};
+  BudgetCaseResult ph;
+  for (DType dt : {DType::f64, DType::f32}) {
+    const std::vector<GrowthRow> rows = run_growth(cfg, dt, ph);
+    ASSERT_EQ(rows.size(), 5u);
+    for (const GrowthRow& r : rows) {
+      ASSERT_EQ(r.grad_kernel_ratio.size(), cfg.depths.size()) << r.arch;
+      for (size_t d = 0; d < cfg.depths.size(); ++d) {
+        const double rel = dt == DType::f64 ? 1e-9 : 2e-2;
+        EXPECT_NEAR(r.grad_kernel_ratio[d] / r.grad_oracle_ratio[d], 1.0, rel) << dtype_info(dt).name << " " << r.arch << " depth " << cfg.depths[d];
+        if (r.arch == "port_hamiltonian") EXPECT_LE(r.grad_oracle_ratio[d], 1.0);
+        if (r.arch == "plain_residual" && cfg.depths[d] >= 24) EXPECT_GT(r.grad_oracle_ratio[d], 100.0);
+      }
+    }
+  }
+}

@@ -27,15 +27,23 @@ def main(path):
         cells = [f"{cell(k)} ({cell(o)})" for k, o in zip(row["kernel_ratio"], row["oracle_ratio"])]
         od = row["overflow_depth"]
         print(f"| {row['arch']} | {row['storage']} | " + " | ".join(cells) + f" | {'—' if od is None else od} |")
+    print(f"\nGradient growth ||dL/dx_0|| / ||dL/dx_L|| of the network of depth L, kernel (oracle); "
+          "the same cotangent dL/dx_L for every stream\n")
+    print("| stream | dtype | " + " | ".join(f"L = {d}" for d in depths) + " |")
+    print("|---|---|" + "---|" * len(depths))
+    for row in g["rows"]:
+        cells = [f"{cell(k)} ({cell(o)})" for k, o in zip(row["grad_kernel_ratio"], row["grad_oracle_ratio"])]
+        print(f"| {row['arch']} | {row['storage']} | " + " | ".join(cells) + " |")
     print(f"\nFloating-point port budget, standard case (width {g['width']}, depth {max(depths)}):\n")
     print("| dtype | ‖ĈᵀĈ−I‖_F (solve) | a priori bound | ‖ĈᵀĈ−I‖_F (explicit inverse) | a priori bound "
-          "| slack > 1 % at depth | slack at full depth | budget holds |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| slack > 1 % at depth | slack at full depth | budget holds | gradient budget slack | gradient budget holds |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for b in g["budget"]:
         sd = b["slack_exceeds_1pct_depth"]
         print(f"| {b['storage']} | {cell(b['orthogonality_defect'])} | {cell(b['orthogonality_defect_bound'])} | "
               f"{cell(b['explicit_inverse_defect'])} | {cell(b['explicit_inverse_defect_bound'])} | "
-              f"{'none' if sd is None else sd} | {cell(b['final_slack'])} | {'yes' if b['fp_budget_holds'] else 'NO'} |")
+              f"{'none' if sd is None else sd} | {cell(b['final_slack'])} | {'yes' if b['fp_budget_holds'] else 'NO'} | "
+              f"{cell(b['grad_final_slack'])} | {'yes' if b['fp_grad_budget_holds'] else 'NO'} |")
 
 
 if __name__ == "__main__":

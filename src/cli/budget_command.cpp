@@ -42,21 +42,28 @@ BudgetSuiteConfig budget_config(const BudgetOptions& o) {
 
 std::string cell(const nlohmann::json& v) { return v.is_null() ? "overflow" : fmt::format("{:.3g}", v.get<double>()); }
 
-void print_tables(const nlohmann::json& s) {
-  const nlohmann::json& g = s["growth"];
-  std::printf("growth ||x_L|| / ||x_0|| at width %lld (kernel / oracle):\n", static_cast<long long>(g["width"].get<int64_t>()));
+/// One growth table: `kernel` / `oracle` columns of every row at every depth.
+void print_growth(const nlohmann::json& g, const char* title, const char* kernel, const char* oracle, bool overflow) {
+  std::printf("%s at width %lld (kernel / oracle):\n", title, static_cast<long long>(g["width"].get<int64_t>()));
   for (const auto& row : g["rows"]) {
     std::printf("  %-23s %-4s", row["arch"].get<std::string>().c_str(), row["storage"].get<std::string>().c_str());
-    for (size_t i = 0; i < row["kernel_ratio"].size(); ++i)
-      std::printf("  L=%lld %s/%s", static_cast<long long>(g["depths"][i].get<int64_t>()), cell(row["kernel_ratio"][i]).c_str(),
-                  cell(row["oracle_ratio"][i]).c_str());
-    std::printf("%s\n", row["overflow_depth"].is_null() ? "" : fmt::format("  overflow at {}", row["overflow_depth"].get<int64_t>()).c_str());
+    for (size_t i = 0; i < row[kernel].size(); ++i)
+      std::printf("  L=%lld %s/%s", static_cast<long long>(g["depths"][i].get<int64_t>()), cell(row[kernel][i]).c_str(),
+                  cell(row[oracle][i]).c_str());
+    std::printf("%s\n", !overflow || row["overflow_depth"].is_null() ? "" : fmt::format("  overflow at {}", row["overflow_depth"].get<int64_t>()).c_str());
   }
+}
+
+void print_tables(const nlohmann::json& s) {
+  const nlohmann::json& g = s["growth"];
+  print_growth(g, "growth ||x_L|| / ||x_0||", "kernel_ratio", "oracle_ratio", true);
+  print_growth(g, "gradient growth ||dL/dx_0|| / ||dL/dx_L||", "grad_kernel_ratio", "grad_oracle_ratio", false);
   for (const auto& b : g["budget"])
-    std::printf("  %-4s defect %s (bound %s), slack > 1%% at depth %s, budget %s\n", b["storage"].get<std::string>().c_str(),
-                cell(b["orthogonality_defect"]).c_str(), cell(b["orthogonality_defect_bound"]).c_str(),
+    std::printf("  %-4s defect %s (bound %s), slack > 1%% at depth %s, budget %s; gradient budget slack %s, %s\n",
+                b["storage"].get<std::string>().c_str(), cell(b["orthogonality_defect"]).c_str(), cell(b["orthogonality_defect_bound"]).c_str(),
                 b["slack_exceeds_1pct_depth"].is_null() ? "none" : std::to_string(b["slack_exceeds_1pct_depth"].get<int64_t>()).c_str(),
-                b["fp_budget_holds"].get<bool>() ? "holds" : "VIOLATED");
+                b["fp_budget_holds"].get<bool>() ? "holds" : "VIOLATED", cell(b["grad_final_slack"]).c_str(),
+                b["fp_grad_budget_holds"].get<bool>() ? "holds" : "VIOLATED");
 }
 
 }  // namespace

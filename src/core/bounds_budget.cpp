@@ -133,6 +133,20 @@ StepBound step_bound(const BudgetUnits& u, const StepNorms& s, double X) {
   return b;
 }
 
+StepBound grad_step_bound(const BudgetUnits& u, const StepNorms& s, double G) {
+  const double gn = gamma_k(static_cast<double>(s.n), u.ua), rn = sqrt_n(s.n);
+  const double A = ((1 + u.us) * (s.l2 + gn * s.lF) * G + rn * dot_eta(u, s.n)) * kUp;
+  StepBound b;
+  b.next = ((1 + u.us) * (s.c2 + gn * s.cF) * A + rn * dot_eta(u, s.n)) * kUp;
+  b.rounding = (s.c2 * (A - s.l2 * G) + (b.next - s.c2 * A)) * kUp;
+  return b;
+}
+
+double port_grad_bound(const BudgetUnits& u, int64_t n, int64_t m, double h, double hb, double G) {
+  const double gn = gamma_k(static_cast<double>(n), u.ua), rm = sqrt_n(m);
+  return ((1 + u.us) * ((1 + u.ua) * ((1 + gn) * hb * G + h * rm * dot_eta(u, n)) + rm * u.eta_a) + rm * u.eta_s) * kUp;
+}
+
 double lambda_upper_double(const std::vector<double>& theta) {
   double m = 0;
   for (double t : theta) m = std::max(m, std::tanh(std::fabs(t)));

@@ -57,6 +57,14 @@ struct StepBound {
 };
 StepBound step_bound(const BudgetUnits& u, const StepNorms& s, double X);
 
+/// The VJP's bounds at ||g^_{t+1}|| <= G (section 14.7): next >= ||g^_t|| for g^_t = st(C^T st(Lambda g^)),
+/// rounding >= ||g^_t - C^^T Lambda^ g^_{t+1}||. The same two stored matrix-vector products as the
+/// forward's first two stages, in the other order (||C^T|| = ||C||).
+StepBound grad_step_bound(const BudgetUnits& u, const StepNorms& s, double G);
+
+/// ||g^u_t|| for g^u = st(fl(h fl(B^T g^))) at ||g^_{t+1}|| <= G, with hb >= h ||B||_F (section 14.7).
+double port_grad_bound(const BudgetUnits& u, int64_t n, int64_t m, double h, double hb, double G);
+
 /// max_i |tanh theta_i| rounded up (double tanh, 2 ulp, with margin), capped at 1.
 double lambda_upper_double(const std::vector<double>& theta);
 

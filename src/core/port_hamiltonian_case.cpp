@@ -46,6 +46,14 @@ PhCase make_ph_case(DType dt, int64_t n, int64_t depth, double h, uint64_t seed)
   return c;
 }
 
+std::vector<double> ph_cotangent(const PhCase& c) {
+  Rng rng(derive_seed(c.seed, 0x941a));
+  std::vector<double> g;
+  for (int64_t i = 0; i < c.n; ++i) g.push_back(round_to_dtype(rng.normal(), c.dtype));
+  if (std::all_of(g.begin(), g.end(), [](double x) { return x == 0; })) g[0] = 1;
+  return g;
+}
+
 ResidualStep residual_step_params(DType dt, int64_t n, double gain, uint64_t seed, int64_t t) {
   ResidualStep s;
   Rng rng(derive_seed(seed, 0x9419, static_cast<uint64_t>(t)));

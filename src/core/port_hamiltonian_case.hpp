@@ -40,6 +40,10 @@ int64_t ph_ports(int64_t n);
 /// Step t of case c (a pure function of c.seed, t, n, m, dtype).
 PhStep ph_step_params(const PhCase& c, int64_t t);
 
+/// The cotangent dL/dx_L of the backward stream (docs/bounds.md section 14.7): g_i ~ N(0, 1) rounded
+/// to the dtype, a pure function of (c.seed, c.n, c.dtype); never all zero.
+std::vector<double> ph_cotangent(const PhCase& c);
+
 /// A stream case with x0_i ~ N(0, 1) rounded to the dtype.
 PhCase make_ph_case(DType dt, int64_t n, int64_t depth, double h, uint64_t seed);
 

@@ -102,6 +102,24 @@ const std::vector<BudgetToleranceEntry>& budget_tolerance_table() {
      "'stream' rows PH-BUDGET-FP and PH-STREAM-FORWARD of ph_step so that the harness flags it (section 14.6)"},
     {"oracle", "exact_budget", 1.0, Expectation::must_pass,
      "certified ||x_t|| <= ||x_0|| + sum_s h ||B_s u_s|| (the theorem, section 14.1)"},
+    {"oracle", "exact_grad_budget", 1.0, Expectation::must_pass,
+     "certified backward decay ||g_t|| <= ||g_L|| and port gradients ||h B_t^T g_{t+1}|| <= h ||B_t||_F ||g_L|| "
+     "(the seed's backward claim, section 14.7)"},
+    {"stream_vjp", "fp_grad_budget", 1.0, Expectation::must_pass,
+     "||g^_t|| <= G^_t, G^_t = a'_t G^_{t+1} + b'_t: the floating-point gradient budget of ph_step_vjp (PH-GRAD-FP, "
+     "section 14.7)"},
+    {"stream_vjp", "port_grad_budget", 1.0, Expectation::must_pass,
+     "||g^u_t|| <= (1+u_s)(1+u_a)(1+gamma_n) h ||B_t||_F G^_{t+1} + underflow: port gradients of ph_step_vjp (PH-GRAD-FP, "
+     "section 14.7)"},
+    {"stream_vjp", "backward_error", 1.0, Expectation::must_pass,
+     "||g^_0 - g_0||_2 <= e_0, e_t = lambda e_{t+1} + (eps_Lambda c2 + lambda eps_C) ||g^_{t+1}|| + r_t "
+     "(PH-STREAM-BACKWARD, section 14.7)"},
+    {"ph_step_vjp_untransposed", "backward_error", 1.0, Expectation::report_only,
+     "planted defect C instead of C^T (norm-preserving, invisible to every budget): judged by the 'stream_vjp' row "
+     "PH-STREAM-BACKWARD of ph_step_vjp so that the harness flags it (section 14.7)"},
+    {"ph_step_vjp_residual_leak", "fp_grad_budget", 1.0, Expectation::report_only,
+     "planted defect g + C^T Lambda g (the residual's identity Jacobian left in): judged by the 'stream_vjp' rows "
+     "PH-GRAD-FP and PH-STREAM-BACKWARD of ph_step_vjp so that the harness flags it (section 14.7)"},
     {"stream", "slack", 0.01, Expectation::report_only,
      "the depth at which B^_t / B_t - 1 first exceeds 1 % is reported per dtype (section 14.4); not a verdict"},
   };

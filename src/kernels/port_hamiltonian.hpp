@@ -7,6 +7,9 @@
 ///   dissipation_hardtanh    planted defect: diag(clamp(theta, -1, 1)), spectrum reaches +-1
 ///   ph_step                 x' = Lambda (C x) + h (B u), every stage stored
 ///   ph_step_residual_leak   planted defect: x' = x + Lambda (C x) + h (B u), the residual connection left in
+///   ph_step_vjp             the step's vector-Jacobian product: g_x = C^T (Lambda g), g_u = h B^T g, every stage stored
+///   ph_step_vjp_untransposed     planted defect: g_x = C (Lambda g), the transpose forgotten (norm-preserving)
+///   ph_step_vjp_residual_leak    planted defect: g_x = g + C^T (Lambda g), the residual's identity Jacobian left in
 /// Arithmetic in Accum; each output goes through the explicit num::convert<Storage> store step.
 #include <cmath>
 #include <cstdint>
@@ -216,6 +219,16 @@ void mat_vec(const Storage* A, int64_t rows, int64_t cols, const Storage* x, Sto
   }
 }
 
+/// y = A^T x (A rows x cols, y of length cols): column dot products, sequential in Accum, stored.
+template <class Storage, class Accum>
+void mat_t_vec(const Storage* A, int64_t rows, int64_t cols, const Storage* x, Storage* y) {
+  for (int64_t j = 0; j < cols; ++j) {
+    Accum s = num::constant<Accum>(0.0);
+    for (int64_t i = 0; i < rows; ++i) s += num::convert<Accum>(A[i * cols + j]) * num::convert<Accum>(x[i]);
+    y[j] = num::convert<Storage>(s);
+  }
+}
+
 /// One step: z = st(C x), w = st(Lambda z), p = st(h (B u)) (h times the accumulated dot product),
 /// x' = st(w + p).
 template <class Storage, class Accum = default_accum_t<Storage>>
@@ -241,6 +254,50 @@ void ph_step_residual_leak(const Storage* C, const Storage* L, const Storage* B,
   std::vector<Storage> y(static_cast<size_t>(n));
   ph_step<Storage, Accum>(C, L, B, u, n, m, h, x, y.data());
   for (int64_t i = 0; i < n; ++i) out[i] = num::convert<Storage>(num::convert<Accum>(x[i]) + num::convert<Accum>(y[i]));
+}
+
+/// How a step's VJP treats the transport (the correct kernel and two planted defects).
+enum class VjpTransport { transpose, untransposed, residual_leak };
+
+/// VJP of one step for the cotangent g = dL/dx_{t+1}: a = st(Lambda g) (Lambda is symmetric),
+/// g_x = st(C^T a), g_u = st(h (B^T g)) (h times the accumulated column dot product).
+template <class Storage, class Accum>
+void ph_step_vjp_with(VjpTransport mode, const Storage* C, const Storage* L, const Storage* B, int64_t n, int64_t m, Storage h,
+                      const Storage* g, Storage* gx, Storage* gu) {
+  std::vector<Storage> a(static_cast<size_t>(n));
+  mat_vec<Storage, Accum>(L, n, n, g, a.data());
+  if (mode == VjpTransport::untransposed) mat_vec<Storage, Accum>(C, n, n, a.data(), gx);
+  else mat_t_vec<Storage, Accum>(C, n, n, a.data(), gx);
+  if (mode == VjpTransport::residual_leak)
+    for (int64_t i = 0; i < n; ++i) gx[i] = num::convert<Storage>(num::convert<Accum>(g[i]) + num::convert<Accum>(gx[i]));
+  const Accum ha = num::convert<Accum>(h);
+  for (int64_t j = 0; j < m; ++j) {
+    Accum s = num::constant<Accum>(0.0);
+    for (int64_t i = 0; i < n; ++i) s += num::convert<Accum>(B[i * m + j]) * num::convert<Accum>(g[i]);
+    gu[j] = num::convert<Storage>(ha * s);
+  }
+}
+
+template <class Storage, class Accum = default_accum_t<Storage>>
+void ph_step_vjp(const Storage* C, const Storage* L, const Storage* B, int64_t n, int64_t m, Storage h, const Storage* g,
+                 Storage* gx, Storage* gu) {
+  ph_step_vjp_with<Storage, Accum>(VjpTransport::transpose, C, L, B, n, m, h, g, gx, gu);
+}
+
+/// Planted defect: C instead of C^T. Orthogonal either way, so no norm budget can see it; the
+/// certified backward stream does (PH-STREAM-BACKWARD).
+template <class Storage, class Accum = default_accum_t<Storage>>
+void ph_step_vjp_untransposed(const Storage* C, const Storage* L, const Storage* B, int64_t n, int64_t m, Storage h,
+                              const Storage* g, Storage* gx, Storage* gu) {
+  ph_step_vjp_with<Storage, Accum>(VjpTransport::untransposed, C, L, B, n, m, h, g, gx, gu);
+}
+
+/// Planted defect: the adjoint of ph_step_residual_leak, g_x = g + C^T (Lambda g): the gradient
+/// grows through the trunk (the floating-point gradient budget must catch it).
+template <class Storage, class Accum = default_accum_t<Storage>>
+void ph_step_vjp_residual_leak(const Storage* C, const Storage* L, const Storage* B, int64_t n, int64_t m, Storage h,
+                               const Storage* g, Storage* gx, Storage* gu) {
+  ph_step_vjp_with<Storage, Accum>(VjpTransport::residual_leak, C, L, B, n, m, h, g, gx, gu);
 }
 
 }  // namespace normcheck::kernels

@@ -65,6 +65,7 @@ BudgetObjectives evaluate_budget_case(const PhCase& c) {
   BudgetCaseOptions o;
   o.explicit_inverse = false;
   o.judge_max_n = 0;
+  o.backward = false;  // the objectives are the forward budget's
   return budget_objectives(run_budget_case(c, o));
 }
 

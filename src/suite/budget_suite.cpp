@@ -54,9 +54,11 @@ BudgetSummary summary_of(const BudgetCaseResult& c) {
       s.inverse_defect_bound = k.max_bound;
     }
     if (k.variant == "stream" && k.property == "fp_budget") s.budget_ok = !k.failed;
+    if (k.variant == "stream_vjp" && k.property == "fp_grad_budget") s.grad_budget_ok = !k.failed;
   }
   s.slack_depth = c.slack_depth;
   s.final_slack = c.fp_budget.back() / c.exact_budget.back() - 1;
+  if (!c.grad_fp_budget.empty()) s.grad_final_slack = c.grad_fp_budget.front() / c.grad_oracle_norms.back() - 1;
   return s;
 }
 
@@ -151,7 +153,9 @@ nlohmann::json budget_suite_json(const BudgetSuiteConfig& cfg, const BudgetSuite
                          {"explicit_inverse_defect_bound", num(s.inverse_defect_bound)},
                          {"slack_exceeds_1pct_depth", s.slack_depth < 0 ? nlohmann::json() : nlohmann::json(s.slack_depth)},
                          {"final_slack", num(s.final_slack)},
-                         {"fp_budget_holds", s.budget_ok}});
+                         {"fp_budget_holds", s.budget_ok},
+                         {"grad_final_slack", num(s.grad_final_slack)},
+                         {"fp_grad_budget_holds", s.grad_budget_ok}});
   for (DType d : cfg.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
   nlohmann::json growth;
   if (cfg.growth) {

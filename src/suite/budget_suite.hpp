@@ -46,6 +46,8 @@ struct BudgetSummary {
   int64_t slack_depth = -1;             ///< first depth with slack > 1 %; -1: none up to the depth
   double final_slack = 0;               ///< B^_L / B_L - 1
   bool budget_ok = true;
+  double grad_final_slack = 0;          ///< G^_0 / ||g_L|| - 1: the gradient budget over the exact one (||g_L||)
+  bool grad_budget_ok = true;
 };
 
 struct BudgetSuiteResult {

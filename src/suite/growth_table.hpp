@@ -2,7 +2,8 @@
 /// The growth table of issue 9: trunk norm growth ||x_L|| / ||x_0|| at width 32 over depth for
 /// (a) the plain residual stream x + f(x), (b) LayerNorm inside the branch, (c) LayerNorm on the
 /// trunk, (d) the port-Hamiltonian stream, each kernel in its dtype against the arbitrary-precision
-/// stream on the same rounded parameters, with the depth at which each overflows.
+/// stream on the same rounded parameters, with the depth at which each overflows; and the gradient
+/// growth of each (docs/bounds.md section 14.7).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ struct GrowthRow {
   DType dtype = DType::f64;
   std::vector<double> kernel_ratio, oracle_ratio;  ///< at cfg.depths (inf/nan once overflowed)
   int64_t overflow_depth = -1;                      ///< first depth with a non-finite element; -1 none
+  /// Gradient growth ||d<g, x_d>/dx_0|| / ||g|| of the network of depth d, d in cfg.depths (g =
+  /// ph_cotangent of the standard case): the step VJP kernels, and the oracle (certified backward
+  /// stream for the port-Hamiltonian row, 168-bit MPFR for the controls).
+  std::vector<double> grad_kernel_ratio, grad_oracle_ratio;
 };
 
 /// The five rows of one dtype (the plain stream also rescaled by a power of two after every step, as
