@@ -9,15 +9,23 @@ namespace normcheck::oracle {
 
 // The precision cascade (docs/bounds.md section 18): double ball, double-double ball, MPFI at 168,
 // 500 and 1330 bits. A level whose every output is accepted (radius within 1e-3 ULP, rounding
-// decided) ends it. Otherwise, when the level accepted every column output (dgamma, dbeta: sums over
-// all rows) and at most half the rows fail, only the failing rows are evaluated again at the next
-// levels (each row's y, dx, du and statistics depend on that row alone) and spliced in; else the whole
-// case goes to the next level. The double ball is not tried for f64 outputs: a 53-bit midpoint
+// decided) ends it. Otherwise, when at most half the rows fail (y, dx, du) and at most half the
+// columns (dgamma, dbeta: sums over all rows), only those are evaluated again at the next levels
+// and spliced in: the failing rows as a case of their own (each row's y, dx, du and statistics
+// depend on that row alone), the failing columns from whole-row statistics (evaluate_*_columns);
+// else the whole case goes to the next level. The double ball is not tried for f64 outputs: a 53-bit midpoint
 // cannot reach 1e-3 ULP of binary64 unless every output is exact.
 
 namespace {
 
 using LayerNormLevel = CertifiedLayerNorm (*)(const LayerNormCase&, bool);
+using ColumnLevel = CertifiedLayerNorm (*)(const LayerNormCase&, const std::vector<int64_t>&);
+
+/// The levels of a cascade: whole cases, and the same levels for columns only.
+struct Levels {
+  std::vector<LayerNormLevel> whole;
+  std::vector<ColumnLevel> columns;
+};
 using JvpLevel = CertifiedLayerNormJvp (*)(const LayerNormCase&, const LayerNormTangents&);
 
 bool all_accepted(const std::vector<CertifiedValue>& v, const FloatFormat& fmt) {
@@ -74,25 +82,64 @@ void recount(Result& r, std::initializer_list<const std::vector<CertifiedValue>*
   r.certified = r.max_err_ulps <= kRequiredUlpFraction;
 }
 
-/// Worth re-evaluating only some rows: the columns are settled and at most half the rows fail.
+/// Worth re-evaluating only some rows (or columns): at most half of them fail.
 bool rows_can_fall_through(size_t failing, int64_t rows) { return failing > 0 && 2 * static_cast<int64_t>(failing) <= rows; }
 
-CertifiedLayerNorm cascade(const std::vector<LayerNormLevel>& levels, size_t first, const LayerNormCase& c, bool with_vjp) {
-  CertifiedLayerNorm r;
-  for (size_t level = first; level < levels.size(); ++level) {
-    r = levels[level](c, with_vjp);
-    if (accepted(r) || level + 1 == levels.size()) return r;
-    const FloatFormat& fmt = *dtype_info(c.dtype).format;
-    if (!all_accepted(r.dgamma, fmt) || !all_accepted(r.dbeta, fmt)) continue;
-    const std::vector<int64_t> rows = failing_rows({&r.y, &r.dx}, c);
-    if (!rows_can_fall_through(rows.size(), c.rows)) continue;
-    const CertifiedLayerNorm part = cascade(levels, level + 1, case_of_rows(c, rows), with_vjp);
-    put_rows(r.y, part.y, rows, c.n);
-    put_rows(r.dx, part.dx, rows, c.n);
-    for (auto [whole, piece] : {std::pair{&r.mean, &part.mean}, {&r.var, &part.var}, {&r.rstd, &part.rstd},
-                                {&r.mean_rad, &part.mean_rad}, {&r.var_rad, &part.var_rad}, {&r.rstd_rad, &part.rstd_rad}})
-      put_rows(*whole, *piece, rows, 1);
+/// Columns of dgamma or dbeta the level did not accept.
+std::vector<int64_t> failing_columns(const CertifiedLayerNorm& r, const LayerNormCase& c) {
+  const FloatFormat& fmt = *dtype_info(c.dtype).format;
+  std::vector<int64_t> cols;
+  for (int64_t j = 0; j < c.n; ++j) {
+    const auto ok = [&](const std::vector<CertifiedValue>& v) { return v.empty() || element_accepted(v[static_cast<size_t>(j)], fmt); };
+    if (!ok(r.dgamma) || !ok(r.dbeta)) cols.push_back(j);
+  }
+  return cols;
+}
+
+/// Evaluates the columns `cols` again from level `first` on until each is accepted (or the last
+/// level), splicing them into r.
+void settle_columns(const std::vector<ColumnLevel>& levels, size_t first, const LayerNormCase& c, std::vector<int64_t> cols,
+                    CertifiedLayerNorm& r) {
+  const FloatFormat& fmt = *dtype_info(c.dtype).format;
+  for (size_t level = first; level < levels.size() && !cols.empty(); ++level) {
+    const CertifiedLayerNorm part = levels[level](c, cols);
+    std::vector<int64_t> still;
+    for (size_t k = 0; k < cols.size(); ++k) {
+      const auto j = static_cast<size_t>(cols[k]);
+      r.dgamma[j] = part.dgamma[k];
+      bool ok = element_accepted(part.dgamma[k], fmt);
+      if (!part.dbeta.empty()) {
+        r.dbeta[j] = part.dbeta[k];
+        ok = ok && element_accepted(part.dbeta[k], fmt);
+      }
+      if (!ok) still.push_back(cols[k]);
+    }
     r.precision_bits = std::max(r.precision_bits, part.precision_bits);  // reported: the highest level used
+    cols = std::move(still);
+  }
+}
+
+/// `columns`: dgamma and dbeta are wanted (false for a case of failing rows, whose column sums
+/// cover only those rows and are discarded).
+CertifiedLayerNorm cascade(const Levels& levels, size_t first, const LayerNormCase& c, bool with_vjp, bool columns = true) {
+  CertifiedLayerNorm r;
+  for (size_t level = first; level < levels.whole.size(); ++level) {
+    r = levels.whole[level](c, with_vjp);
+    const std::vector<int64_t> rows = failing_rows({&r.y, &r.dx}, c);
+    const std::vector<int64_t> cols = columns ? failing_columns(r, c) : std::vector<int64_t>{};
+    if ((rows.empty() && cols.empty()) || level + 1 == levels.whole.size()) return r;
+    if (!rows.empty() && !rows_can_fall_through(rows.size(), c.rows)) continue;
+    if (!cols.empty() && !rows_can_fall_through(cols.size(), c.n)) continue;
+    settle_columns(levels.columns, level + 1, c, cols, r);
+    if (!rows.empty()) {
+      const CertifiedLayerNorm part = cascade(levels, level + 1, case_of_rows(c, rows), with_vjp, false);
+      put_rows(r.y, part.y, rows, c.n);
+      put_rows(r.dx, part.dx, rows, c.n);
+      for (auto [whole, piece] : {std::pair{&r.mean, &part.mean}, {&r.var, &part.var}, {&r.rstd, &part.rstd},
+                                  {&r.mean_rad, &part.mean_rad}, {&r.var_rad, &part.var_rad}, {&r.rstd_rad, &part.rstd_rad}})
+        put_rows(*whole, *piece, rows, 1);
+      r.precision_bits = std::max(r.precision_bits, part.precision_bits);
+    }
     recount(r, {&r.y, &r.dx, &r.dgamma, &r.dbeta}, c.dtype);
     return r;
   }
@@ -120,11 +167,11 @@ CertifiedLayerNormJvp cascade_jvp(const std::vector<JvpLevel>& levels, size_t fi
 }  // namespace
 
 CertifiedLayerNorm certified_layernorm(const LayerNormCase& c, bool with_vjp) {
-  if (c.dtype == DType::f64)
-    return cascade({evaluate_layernorm_dd_ball, evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150, evaluate_layernorm_mpfi400}, 0, c, with_vjp);
-  return cascade({evaluate_layernorm_ball, evaluate_layernorm_dd_ball, evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150,
-                  evaluate_layernorm_mpfi400},
-                 0, c, with_vjp);
+  const Levels all{{evaluate_layernorm_ball, evaluate_layernorm_dd_ball, evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150,
+                    evaluate_layernorm_mpfi400},
+                   {evaluate_layernorm_columns_ball, evaluate_layernorm_columns_dd_ball, evaluate_layernorm_columns_mpfi50,
+                    evaluate_layernorm_columns_mpfi150, evaluate_layernorm_columns_mpfi400}};
+  return cascade(all, c.dtype == DType::f64 ? 1 : 0, c, with_vjp);
 }
 
 CertifiedLayerNormJvp certified_layernorm_jvp(const LayerNormCase& c, const LayerNormTangents& t) {
@@ -154,10 +201,10 @@ CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
 }
 
 CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp) {
-  if (c.dtype == DType::f64)
-    return cascade({evaluate_rmsnorm_dd_ball, evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400}, 0, c, with_vjp);
-  return cascade({evaluate_rmsnorm_ball, evaluate_rmsnorm_dd_ball, evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400}, 0,
-                 c, with_vjp);
+  const Levels all{{evaluate_rmsnorm_ball, evaluate_rmsnorm_dd_ball, evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400},
+                   {evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_dd_ball, evaluate_rmsnorm_columns_mpfi50,
+                    evaluate_rmsnorm_columns_mpfi150, evaluate_rmsnorm_columns_mpfi400}};
+  return cascade(all, c.dtype == DType::f64 ? 1 : 0, c, with_vjp);
 }
 
 }  // namespace normcheck::oracle

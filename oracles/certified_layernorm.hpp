@@ -1,5 +1,6 @@
 #pragma once
 /// Certified LayerNorm oracle: interval evaluation (MPFI) with precision escalation.
+#include <cstdint>
 #include <vector>
 
 #include "core/certified_value.hpp"
@@ -76,6 +77,19 @@ CertifiedLayerNorm evaluate_layernorm_mpfi400(const LayerNormCase& c, bool with_
 CertifiedLayerNorm evaluate_rmsnorm_mpfi50(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNorm evaluate_rmsnorm_mpfi150(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNorm evaluate_rmsnorm_mpfi400(const LayerNormCase& c, bool with_vjp);
+
+/// dgamma and dbeta (RMSNorm: dgamma) of the columns `cols` only, in that order, per level of the
+/// cascade (its column fall-through: y and dx stay empty).
+CertifiedLayerNorm evaluate_layernorm_columns_ball(const LayerNormCase& c, const std::vector<int64_t>& cols);
+CertifiedLayerNorm evaluate_layernorm_columns_dd_ball(const LayerNormCase& c, const std::vector<int64_t>& cols);
+CertifiedLayerNorm evaluate_layernorm_columns_mpfi50(const LayerNormCase& c, const std::vector<int64_t>& cols);
+CertifiedLayerNorm evaluate_layernorm_columns_mpfi150(const LayerNormCase& c, const std::vector<int64_t>& cols);
+CertifiedLayerNorm evaluate_layernorm_columns_mpfi400(const LayerNormCase& c, const std::vector<int64_t>& cols);
+CertifiedLayerNorm evaluate_rmsnorm_columns_ball(const LayerNormCase& c, const std::vector<int64_t>& cols);
+CertifiedLayerNorm evaluate_rmsnorm_columns_dd_ball(const LayerNormCase& c, const std::vector<int64_t>& cols);
+CertifiedLayerNorm evaluate_rmsnorm_columns_mpfi50(const LayerNormCase& c, const std::vector<int64_t>& cols);
+CertifiedLayerNorm evaluate_rmsnorm_columns_mpfi150(const LayerNormCase& c, const std::vector<int64_t>& cols);
+CertifiedLayerNorm evaluate_rmsnorm_columns_mpfi400(const LayerNormCase& c, const std::vector<int64_t>& cols);
 
 /// Certified RMSNorm, escalating like certified_layernorm.
 CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp);

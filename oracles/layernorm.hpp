@@ -24,12 +24,12 @@ struct LayerNormStats {
 };
 
 /// Normalized rows z = (x - mu) r and their statistics.
+/// Per-row mean, biased variance and rstd = 1 / sqrt(var + eps).
 template <class Real>
-void layernorm_normalize(const LayerNormCase& c, std::vector<Real>& z, LayerNormStats<Real>& s) {
+void layernorm_row_stats(const LayerNormCase& c, LayerNormStats<Real>& s) {
   const int64_t n = c.n;
   const Real n_real(static_cast<double>(n));
   const Real eps(c.eps);
-  z.assign(static_cast<size_t>(c.rows * n), Real(0));
   s.mean.assign(static_cast<size_t>(c.rows), Real(0));
   s.var = s.mean;
   s.rstd = s.mean;
@@ -44,12 +44,39 @@ void layernorm_normalize(const LayerNormCase& c, std::vector<Real>& z, LayerNorm
       ss += d * d;
     }
     const Real var = ss / n_real;
-    const Real rstd = Real(1) / sqrt(var + eps);
-    for (int64_t j = 0; j < n; ++j) z[static_cast<size_t>(i * n + j)] = (Real(x[j]) - mean) * rstd;
     s.mean[static_cast<size_t>(i)] = mean;
     s.var[static_cast<size_t>(i)] = var;
-    s.rstd[static_cast<size_t>(i)] = rstd;
+    s.rstd[static_cast<size_t>(i)] = Real(1) / sqrt(var + eps);
   }
+}
+
+/// z_ij = (x_ij - mean_i) rstd_i.
+template <class Real>
+Real layernorm_z(const LayerNormCase& c, const LayerNormStats<Real>& s, int64_t i, int64_t j) {
+  return (Real(c.x[static_cast<size_t>(i * c.n + j)]) - s.mean[static_cast<size_t>(i)]) * s.rstd[static_cast<size_t>(i)];
+}
+
+template <class Real>
+void layernorm_normalize(const LayerNormCase& c, std::vector<Real>& z, LayerNormStats<Real>& s) {
+  layernorm_row_stats(c, s);
+  z.assign(static_cast<size_t>(c.rows * c.n), Real(0));
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t j = 0; j < c.n; ++j) z[static_cast<size_t>(i * c.n + j)] = layernorm_z(c, s, i, j);
+}
+
+/// dgamma_j = sum_i dy_ij z_ij and dbeta_j = sum_i dy_ij for the columns `cols` only (in that
+/// order): the same sums as layernorm_vjp_normalized's, for the cascade's column fall-through.
+template <class Real>
+void layernorm_param_grads_columns(const LayerNormCase& c, const LayerNormStats<Real>& s, const std::vector<int64_t>& cols,
+                                   std::vector<Real>& dgamma, std::vector<Real>& dbeta) {
+  dgamma.assign(cols.size(), Real(0));
+  dbeta.assign(cols.size(), Real(0));
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (size_t k = 0; k < cols.size(); ++k) {
+      const Real dy(c.dy[static_cast<size_t>(i * c.n + cols[k])]);
+      dgamma[k] += dy * layernorm_z(c, s, i, cols[k]);
+      dbeta[k] += dy;
+    }
 }
 
 /// y = gamma * z + beta from the normalized rows.

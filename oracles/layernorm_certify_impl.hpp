@@ -73,6 +73,22 @@ CertifiedLayerNorm evaluate(const LayerNormCase& c, bool with_vjp, int precision
   return out;
 }
 
+/// dgamma and dbeta of the columns `cols` only (the cascade's column fall-through): the row
+/// statistics over whole rows, z only where needed; y and dx stay empty.
+template <class Interval>
+CertifiedLayerNorm evaluate_columns(const LayerNormCase& c, const std::vector<int64_t>& cols, int precision_bits) {
+  CertifiedLayerNorm out;
+  out.precision_bits = precision_bits;
+  LayerNormStats<Interval> stats;
+  layernorm_row_stats(c, stats);
+  std::vector<Interval> dg, db;
+  layernorm_param_grads_columns(c, stats, cols, dg, db);
+  out.dgamma = certify_all(dg, c.dtype, out);
+  out.dbeta = certify_all(db, c.dtype, out);
+  out.certified = out.max_err_ulps <= kRequiredUlpFraction;
+  return out;
+}
+
 /// Certifies a JVP's du (collects the max error over its elements).
 template <class Interval>
 CertifiedLayerNormJvp certify_jvp(const std::vector<Interval>& du, DType dtype, int precision_bits) {
@@ -129,6 +145,18 @@ CertifiedLayerNorm evaluate_rms(const LayerNormCase& c, bool with_vjp, int preci
 }
 
 /// The RMSNorm JVP along (dx, dgamma) of the case (gamma the gain; beta and dbeta unused).
+/// RMSNorm's dgamma of the columns `cols` only (dbeta stays empty, as in evaluate_rms).
+template <class Interval>
+CertifiedLayerNorm evaluate_rms_columns(const LayerNormCase& c, const std::vector<int64_t>& cols, int precision_bits) {
+  CertifiedLayerNorm out;
+  out.precision_bits = precision_bits;
+  const RmsBlockCase rc = rms_case_of(c);
+  const std::vector<Interval> r = rms_reciprocal_of(rc, mean_of_squares<Interval>(rc));
+  out.dgamma = certify_all(rmsnorm_gain_grad_columns(rc, r, c.dy, cols), c.dtype, out);
+  out.certified = out.max_err_ulps <= kRequiredUlpFraction;
+  return out;
+}
+
 template <class Interval>
 CertifiedLayerNormJvp evaluate_rms_jvp(const LayerNormCase& c, const LayerNormTangents& t, int precision_bits) {
   return certify_jvp(rmsnorm_jvp(rms_case_of(c), to_real<Interval>(t.dx), to_real<Interval>(t.dgamma)), c.dtype, precision_bits);
@@ -219,6 +247,12 @@ int mpfi_bits() {
   CertifiedLayerNorm evaluate_rmsnorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {      \
     return detail::evaluate_rms<detail::MpfiInterval<Digits>>(c, with_vjp, detail::mpfi_bits<Digits>()); \
   }                                                                                             \
+  CertifiedLayerNorm evaluate_layernorm_columns_mpfi##Digits(const LayerNormCase& c, const std::vector<int64_t>& cols) { \
+    return detail::evaluate_columns<detail::MpfiInterval<Digits>>(c, cols, detail::mpfi_bits<Digits>()); \
+  }                                                                                             \
+  CertifiedLayerNorm evaluate_rmsnorm_columns_mpfi##Digits(const LayerNormCase& c, const std::vector<int64_t>& cols) { \
+    return detail::evaluate_rms_columns<detail::MpfiInterval<Digits>>(c, cols, detail::mpfi_bits<Digits>()); \
+  }                                                                                             \
   CertifiedRmsBlock evaluate_rms_block_mpfi##Digits(const RmsBlockCase& c) {                    \
     return detail::evaluate_rms_block<detail::MpfiInterval<Digits>>(c, detail::mpfi_bits<Digits>(), Digits == 400); \
   }                                                                                             \
@@ -233,6 +267,12 @@ int mpfi_bits() {
   }                                                                                               \
   CertifiedLayerNorm evaluate_rmsnorm_##suffix(const LayerNormCase& c, bool with_vjp) {            \
     return detail::evaluate_rms<Real>(c, with_vjp, bits);                                         \
+  }                                                                                               \
+  CertifiedLayerNorm evaluate_layernorm_columns_##suffix(const LayerNormCase& c, const std::vector<int64_t>& cols) { \
+    return detail::evaluate_columns<Real>(c, cols, bits);                                         \
+  }                                                                                               \
+  CertifiedLayerNorm evaluate_rmsnorm_columns_##suffix(const LayerNormCase& c, const std::vector<int64_t>& cols) { \
+    return detail::evaluate_rms_columns<Real>(c, cols, bits);                                     \
   }                                                                                               \
   CertifiedLayerNormJvp evaluate_layernorm_jvp_##suffix(const LayerNormCase& c, const LayerNormTangents& t) { \
     return detail::evaluate_jvp<Real>(c, t, bits);                                                \

@@ -94,6 +94,21 @@ std::vector<Real> rmsnorm_vjp_given(const RmsBlockCase& c, const std::vector<Rea
   return dx;
 }
 
+/// dg_j = sum_i cu_ij (r_i x_ij) for the columns `cols` only (cu: rows * n exact doubles):
+/// rmsnorm_vjp_given's sums, for the cascade's column fall-through.
+template <class Real>
+std::vector<Real> rmsnorm_gain_grad_columns(const RmsBlockCase& c, const std::vector<Real>& r, const std::vector<double>& cu,
+                                            const std::vector<int64_t>& cols) {
+  std::vector<Real> dg(cols.size(), Real(0));
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (size_t k = 0; k < cols.size(); ++k) {
+      const int64_t j = cols[k];
+      const Real z = r[i] * Real(c.x[i * c.n + j]);
+      dg[k] += Real(cu[i * c.n + j]) * z;
+    }
+  return dg;
+}
+
 /// RMSNorm VJP for the cotangent cu (rows * n): returns dx; accumulates dg (size n).
 template <class Real>
 std::vector<Real> rmsnorm_vjp(const RmsBlockCase& c, const std::vector<Real>& cu, std::vector<Real>& dg) {
