@@ -9,6 +9,8 @@
 #include <cmath>
 #include <limits>
 
+#include "oracles/sum_of.hpp"
+
 namespace normcheck::oracle {
 
 namespace ball_detail {
@@ -88,5 +90,55 @@ struct Ball {
     return {m, up(a.rad / (2 * s) + kU * m)};
   }
 };
+
+/// A compensated sum of balls (docs/bounds.md section 18, rule S): the running sum s of the
+/// midpoints and c, the sum of their exact TwoSum errors (Neumaier; Ogita, Rump and Oishi's Sum2),
+/// so that sum(mid) = s + c exactly up to c's own roundings, which are again exact TwoSum errors
+/// collected in crad. The radius is sum(rad) + crad + the error of the final s + c: about u |sum|
+/// instead of the plain ball's sum_k |fl(s_k) - s_k| (up to n u |partial sums|).
+class BallSum {
+ public:
+  BallSum() = default;
+  BallSum& operator+=(const Ball& x) {
+    using namespace ball_detail;
+    double m = 0;
+    const double e = two_sum(s_, x.mid, m);  // s + mid = m + e exactly
+    s_ = m;
+    if (!std::isfinite(m)) over_ = true;
+    if (e != 0) {
+      double cn = 0;
+      const double ec = two_sum(c_, e, cn);  // c + e = cn + ec exactly: c's rounding, collected in crad
+      c_ = cn;
+      if (ec != 0) crad_ = up(crad_ + std::fabs(ec));
+    }
+    if (x.rad != 0) rad_ = up(rad_ + x.rad);
+    return *this;
+  }
+  /// The sum: s + c = m + e exactly, |c - sum of the TwoSum errors| <= crad.
+  Ball value() const {
+    using namespace ball_detail;
+    double m = 0;
+    const double e = two_sum(s_, c_, m);
+    if (over_ || !std::isfinite(m)) return {m, kInf};
+    if (rad_ == 0 && crad_ == 0 && e == 0) return {m, 0.0};
+    return {m, up(rad_ + crad_ + std::fabs(e))};
+  }
+
+ private:
+  /// out = fl(a + b); returns a + b - out exactly (Knuth's TwoSum, round-to-nearest, no overflow).
+  static double two_sum(double a, double b, double& out) {
+    const double m = a + b, bb = m - a;
+    out = m;
+    return (a - (m - bb)) + (b - bb);
+  }
+  double s_ = 0, c_ = 0, rad_ = 0, crad_ = 0;
+  bool over_ = false;
+};
+
+template <>
+struct SumOf<Ball> {
+  using type = BallSum;
+};
+inline Ball total(const BallSum& s) { return s.value(); }
 
 }  // namespace normcheck::oracle

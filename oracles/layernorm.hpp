@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/layernorm_case.hpp"
+#include "oracles/sum_of.hpp"
 
 namespace normcheck::oracle {
 
@@ -35,15 +36,15 @@ void layernorm_row_stats(const LayerNormCase& c, LayerNormStats<Real>& s) {
   s.rstd = s.mean;
   for (int64_t i = 0; i < c.rows; ++i) {
     const double* x = &c.x[static_cast<size_t>(i * n)];
-    Real sum(0);
+    sum_of_t<Real> sum{};
     for (int64_t j = 0; j < n; ++j) sum += Real(x[j]);
-    const Real mean = sum / n_real;
-    Real ss(0);
+    const Real mean = total(sum) / n_real;
+    sum_of_t<Real> ss{};
     for (int64_t j = 0; j < n; ++j) {
       const Real d = Real(x[j]) - mean;
       ss += d * d;
     }
-    const Real var = ss / n_real;
+    const Real var = total(ss) / n_real;
     s.mean[static_cast<size_t>(i)] = mean;
     s.var[static_cast<size_t>(i)] = var;
     s.rstd[static_cast<size_t>(i)] = Real(1) / sqrt(var + eps);
@@ -69,14 +70,19 @@ void layernorm_normalize(const LayerNormCase& c, std::vector<Real>& z, LayerNorm
 template <class Real>
 void layernorm_param_grads_columns(const LayerNormCase& c, const LayerNormStats<Real>& s, const std::vector<int64_t>& cols,
                                    std::vector<Real>& dgamma, std::vector<Real>& dbeta) {
-  dgamma.assign(cols.size(), Real(0));
-  dbeta.assign(cols.size(), Real(0));
+  std::vector<sum_of_t<Real>> dg(cols.size()), db(cols.size());
   for (int64_t i = 0; i < c.rows; ++i)
     for (size_t k = 0; k < cols.size(); ++k) {
       const Real dy(c.dy[static_cast<size_t>(i * c.n + cols[k])]);
-      dgamma[k] += dy * layernorm_z(c, s, i, cols[k]);
-      dbeta[k] += dy;
+      dg[k] += dy * layernorm_z(c, s, i, cols[k]);
+      db[k] += dy;
     }
+  dgamma.clear();
+  dbeta.clear();
+  for (size_t k = 0; k < cols.size(); ++k) {
+    dgamma.push_back(total(dg[k]));
+    dbeta.push_back(total(db[k]));
+  }
 }
 
 /// y = gamma * z + beta from the normalized rows.
@@ -109,13 +115,12 @@ void layernorm_jvp(const LayerNormCase& c, const std::vector<Real>& dx, const st
   dy.resize(z.size());
   for (int64_t i = 0; i < c.rows; ++i) {
     const size_t base = static_cast<size_t>(i * c.n);
-    Real mean_dx(0), mean_zdx(0);
+    sum_of_t<Real> sum_dx{}, sum_zdx{};
     for (int64_t j = 0; j < c.n; ++j) {
-      mean_dx += dx[base + j];
-      mean_zdx += z[base + j] * dx[base + j];
+      sum_dx += dx[base + j];
+      sum_zdx += z[base + j] * dx[base + j];
     }
-    mean_dx /= n_real;
-    mean_zdx /= n_real;
+    const Real mean_dx = total(sum_dx) / n_real, mean_zdx = total(sum_zdx) / n_real;
     const Real& r = s.rstd[static_cast<size_t>(i)];
     for (int64_t j = 0; j < c.n; ++j) {
       const Real dz = r * (dx[base + j] - mean_dx - z[base + j] * mean_zdx);
@@ -132,23 +137,27 @@ void layernorm_vjp_normalized(const LayerNormCase& c, const std::vector<Real>& z
                               std::vector<Real>& dbeta) {
   const Real n_real(static_cast<double>(c.n));
   dx.resize(z.size());
-  dgamma.assign(static_cast<size_t>(c.n), Real(0));
-  dbeta.assign(static_cast<size_t>(c.n), Real(0));
+  std::vector<sum_of_t<Real>> dg(static_cast<size_t>(c.n)), db(static_cast<size_t>(c.n));
   std::vector<Real> g(static_cast<size_t>(c.n));
   for (int64_t i = 0; i < c.rows; ++i) {
     const size_t base = static_cast<size_t>(i * c.n);
-    Real mean_g(0), mean_zg(0);
+    sum_of_t<Real> sum_g{}, sum_zg{};
     for (int64_t j = 0; j < c.n; ++j) {
       g[j] = Real(c.gamma[static_cast<size_t>(j)]) * dy[base + j];
-      mean_g += g[j];
-      mean_zg += z[base + j] * g[j];
-      dgamma[static_cast<size_t>(j)] += dy[base + j] * z[base + j];
-      dbeta[static_cast<size_t>(j)] += dy[base + j];
+      sum_g += g[j];
+      sum_zg += z[base + j] * g[j];
+      dg[static_cast<size_t>(j)] += dy[base + j] * z[base + j];
+      db[static_cast<size_t>(j)] += dy[base + j];
     }
-    mean_g /= n_real;
-    mean_zg /= n_real;
+    const Real mean_g = total(sum_g) / n_real, mean_zg = total(sum_zg) / n_real;
     const Real& r = s.rstd[static_cast<size_t>(i)];
     for (int64_t j = 0; j < c.n; ++j) dx[base + j] = r * (g[j] - mean_g - z[base + j] * mean_zg);
+  }
+  dgamma.clear();
+  dbeta.clear();
+  for (int64_t j = 0; j < c.n; ++j) {
+    dgamma.push_back(total(dg[static_cast<size_t>(j)]));
+    dbeta.push_back(total(db[static_cast<size_t>(j)]));
   }
 }
 

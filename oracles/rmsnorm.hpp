@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/rmsnorm_case.hpp"
+#include "oracles/sum_of.hpp"
 
 namespace normcheck::oracle {
 
@@ -19,9 +20,9 @@ template <class Real>
 std::vector<Real> mean_of_squares(const RmsBlockCase& c) {
   std::vector<Real> ms(static_cast<size_t>(c.rows));
   for (int64_t i = 0; i < c.rows; ++i) {
-    Real ss(0);
+    sum_of_t<Real> ss{};
     for (int64_t j = 0; j < c.n; ++j) ss += Real(c.x[i * c.n + j]) * Real(c.x[i * c.n + j]);
-    ms[i] = ss / Real(static_cast<double>(c.n));
+    ms[i] = total(ss) / Real(static_cast<double>(c.n));
   }
   return ms;
 }
@@ -60,8 +61,9 @@ std::vector<Real> rmsnorm_jvp(const RmsBlockCase& c, const std::vector<Real>& dx
   const auto r = rms_reciprocal<Real>(c);
   std::vector<Real> du(c.x.size());
   for (int64_t i = 0; i < c.rows; ++i) {
-    Real mean_zdx(0);
-    for (int64_t j = 0; j < c.n; ++j) mean_zdx += r[i] * Real(c.x[i * c.n + j]) * dx[i * c.n + j];
+    sum_of_t<Real> sum_zdx{};
+    for (int64_t j = 0; j < c.n; ++j) sum_zdx += r[i] * Real(c.x[i * c.n + j]) * dx[i * c.n + j];
+    Real mean_zdx = total(sum_zdx);
     mean_zdx /= Real(static_cast<double>(c.n));
     for (int64_t j = 0; j < c.n; ++j) {
       const Real z = r[i] * Real(c.x[i * c.n + j]);
@@ -77,20 +79,22 @@ template <class Real>
 std::vector<Real> rmsnorm_vjp_given(const RmsBlockCase& c, const std::vector<Real>& r, const std::vector<Real>& cu,
                                     std::vector<Real>& dg) {
   std::vector<Real> dx(c.x.size());
-  dg.assign(static_cast<size_t>(c.n), Real(0));
+  std::vector<sum_of_t<Real>> dgs(static_cast<size_t>(c.n));
   for (int64_t i = 0; i < c.rows; ++i) {
-    Real mean_vz(0);
+    sum_of_t<Real> sum_vz{};
     for (int64_t j = 0; j < c.n; ++j) {
       const Real z = r[i] * Real(c.x[i * c.n + j]);
-      mean_vz += Real(c.g[j]) * cu[i * c.n + j] * z;
-      dg[j] += cu[i * c.n + j] * z;
+      sum_vz += Real(c.g[j]) * cu[i * c.n + j] * z;
+      dgs[j] += cu[i * c.n + j] * z;
     }
-    mean_vz /= Real(static_cast<double>(c.n));
+    const Real mean_vz = total(sum_vz) / Real(static_cast<double>(c.n));
     for (int64_t j = 0; j < c.n; ++j) {
       const Real z = r[i] * Real(c.x[i * c.n + j]);
       dx[i * c.n + j] = r[i] * (Real(c.g[j]) * cu[i * c.n + j] - z * mean_vz);
     }
   }
+  dg.clear();
+  for (const auto& e : dgs) dg.push_back(total(e));
   return dx;
 }
 
@@ -99,13 +103,15 @@ std::vector<Real> rmsnorm_vjp_given(const RmsBlockCase& c, const std::vector<Rea
 template <class Real>
 std::vector<Real> rmsnorm_gain_grad_columns(const RmsBlockCase& c, const std::vector<Real>& r, const std::vector<double>& cu,
                                             const std::vector<int64_t>& cols) {
-  std::vector<Real> dg(cols.size(), Real(0));
+  std::vector<sum_of_t<Real>> dgs(cols.size());
   for (int64_t i = 0; i < c.rows; ++i)
     for (size_t k = 0; k < cols.size(); ++k) {
       const int64_t j = cols[k];
       const Real z = r[i] * Real(c.x[i * c.n + j]);
-      dg[k] += Real(cu[i * c.n + j]) * z;
+      dgs[k] += Real(cu[i * c.n + j]) * z;
     }
+  std::vector<Real> dg;
+  for (const auto& e : dgs) dg.push_back(total(e));
   return dg;
 }
 
