@@ -171,32 +171,24 @@ CertifiedLayerNorm certified_layernorm(const LayerNormCase& c, bool with_vjp) {
                     evaluate_layernorm_mpfi400},
                    {evaluate_layernorm_columns_ball, evaluate_layernorm_columns_dd_ball, evaluate_layernorm_columns_mpfi50,
                     evaluate_layernorm_columns_mpfi150, evaluate_layernorm_columns_mpfi400}};
-  return cascade(all, c.dtype == DType::f64 ? 1 : 0, c, with_vjp);
+  return cascade(all, first_cascade_level(c.dtype), c, with_vjp);
 }
 
 CertifiedLayerNormJvp certified_layernorm_jvp(const LayerNormCase& c, const LayerNormTangents& t) {
-  if (c.dtype == DType::f64)
-    return cascade_jvp({evaluate_layernorm_jvp_dd_ball, evaluate_layernorm_jvp_mpfi50, evaluate_layernorm_jvp_mpfi150, evaluate_layernorm_jvp_mpfi400}, 0,
-                       c, t);
   return cascade_jvp({evaluate_layernorm_jvp_ball, evaluate_layernorm_jvp_dd_ball, evaluate_layernorm_jvp_mpfi50,
                       evaluate_layernorm_jvp_mpfi150, evaluate_layernorm_jvp_mpfi400},
-                     0, c, t);
+                     first_cascade_level(c.dtype), c, t);
 }
 
 CertifiedLayerNormJvp certified_rmsnorm_jvp(const LayerNormCase& c, const LayerNormTangents& t) {
-  if (c.dtype == DType::f64)
-    return cascade_jvp({evaluate_rmsnorm_jvp_dd_ball, evaluate_rmsnorm_jvp_mpfi50, evaluate_rmsnorm_jvp_mpfi150, evaluate_rmsnorm_jvp_mpfi400}, 0,
-                       c, t);
   return cascade_jvp({evaluate_rmsnorm_jvp_ball, evaluate_rmsnorm_jvp_dd_ball, evaluate_rmsnorm_jvp_mpfi50,
                       evaluate_rmsnorm_jvp_mpfi150, evaluate_rmsnorm_jvp_mpfi400},
-                     0, c, t);
+                     first_cascade_level(c.dtype), c, t);
 }
 
 CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
-  if (c.dtype == DType::f64)
-    return escalate_until_accepted<CertifiedRmsBlock>(
-        {evaluate_rms_block_dd_ball, evaluate_rms_block_mpfi50, evaluate_rms_block_mpfi150, evaluate_rms_block_mpfi400}, c);
-  return escalate_until_accepted<CertifiedRmsBlock>(
+  return escalate_from_level<CertifiedRmsBlock>(
+      first_cascade_level(c.dtype),
       {evaluate_rms_block_ball, evaluate_rms_block_dd_ball, evaluate_rms_block_mpfi50, evaluate_rms_block_mpfi150, evaluate_rms_block_mpfi400}, c);
 }
 
@@ -204,7 +196,7 @@ CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp) {
   const Levels all{{evaluate_rmsnorm_ball, evaluate_rmsnorm_dd_ball, evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400},
                    {evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_dd_ball, evaluate_rmsnorm_columns_mpfi50,
                     evaluate_rmsnorm_columns_mpfi150, evaluate_rmsnorm_columns_mpfi400}};
-  return cascade(all, c.dtype == DType::f64 ? 1 : 0, c, with_vjp);
+  return cascade(all, first_cascade_level(c.dtype), c, with_vjp);
 }
 
 }  // namespace normcheck::oracle

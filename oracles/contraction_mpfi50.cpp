@@ -10,10 +10,7 @@ CoefficientError coefficient_error(const AffineLnAffine& blk, const StoredContra
 }
 
 CertifiedAffineLn certified_affine_ln(const ContractionCase& c, bool with_vjp) {
-  if (c.dtype == DType::f64)  // the double ball's 53 bits cannot reach 1e-3 ULP of a double
-    return escalate_until_accepted<CertifiedAffineLn>(
-        {evaluate_affine_ln_dd_ball, evaluate_affine_ln_mpfi50, evaluate_affine_ln_mpfi150, evaluate_affine_ln_mpfi400}, c, with_vjp);
-  return escalate_until_accepted<CertifiedAffineLn>(
+  return escalate_from_level<CertifiedAffineLn>(first_cascade_level(c.dtype),
       {evaluate_affine_ln_ball, evaluate_affine_ln_dd_ball, evaluate_affine_ln_mpfi50, evaluate_affine_ln_mpfi150, evaluate_affine_ln_mpfi400}, c,
       with_vjp);
 }

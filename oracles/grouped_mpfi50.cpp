@@ -6,10 +6,7 @@ NORMCHECK_DEFINE_MPFI_GROUPED_ORACLE(50)
 namespace normcheck::oracle {
 
 CertifiedGroupedNorm certified_grouped_norm(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp) {
-  if (c.dtype == DType::f64)  // the double ball's 53 bits cannot reach 1e-3 ULP of a double
-    return escalate_until_accepted<CertifiedGroupedNorm>(
-        {evaluate_grouped_dd_ball, evaluate_grouped_mpfi50, evaluate_grouped_mpfi150, evaluate_grouped_mpfi400}, c, l, with_vjp);
-  return escalate_until_accepted<CertifiedGroupedNorm>(
+  return escalate_from_level<CertifiedGroupedNorm>(first_cascade_level(c.dtype),
       {evaluate_grouped_ball, evaluate_grouped_dd_ball, evaluate_grouped_mpfi50, evaluate_grouped_mpfi150, evaluate_grouped_mpfi400}, c, l,
       with_vjp);
 }

@@ -2,7 +2,10 @@
 /// An oracle value with its certificate, free of multiprecision types.
 #include <cmath>
 #include <cstdint>
+#include <cstddef>
 #include <initializer_list>
+
+#include "core/dtype.hpp"
 
 namespace normcheck {
 
@@ -47,14 +50,25 @@ bool accepted(const Result& r) {
 
 /// Evaluates `levels` in order (increasing precision) and returns the first accepted result, or
 /// the last one. Result needs `certified` and `undecided_roundings` members.
+/// The same from level `first` on.
 template <class Result, class... Params, class... Args>
-Result escalate_until_accepted(std::initializer_list<Result (*)(Params...)> levels, const Args&... args) {
+Result escalate_from_level(size_t first, std::initializer_list<Result (*)(Params...)> levels, const Args&... args) {
   Result r;
-  for (auto level : levels) {
-    r = level(args...);
+  for (auto level = levels.begin() + first; level != levels.end(); ++level) {
+    r = (*level)(args...);
     if (accepted(r)) break;
   }
   return r;
 }
+
+template <class Result, class... Params, class... Args>
+Result escalate_until_accepted(std::initializer_list<Result (*)(Params...)> levels, const Args&... args) {
+  return escalate_from_level(0, levels, args...);
+}
+
+/// The first level of a precision cascade that starts with the double ball (docs/bounds.md section
+/// 18): 1, the double-double ball, for f64 outputs (a 53-bit midpoint cannot reach 1e-3 ULP of a
+/// double unless every output is exact), else 0.
+inline size_t first_cascade_level(DType output) { return output == DType::f64 ? 1 : 0; }
 
 }  // namespace normcheck
