@@ -293,8 +293,9 @@ int64_t expect_agreement(const std::vector<CertifiedValue>& fast, const std::vec
     const Big mpfi_mid = scaled(mpfi[k].hi, mpfi[k].scale) + scaled(mpfi[k].lo, mpfi[k].scale);
     const Big fast_mid = scaled(fast[k].hi, fast[k].scale) + scaled(fast[k].lo, fast[k].scale);
     EXPECT_LE(abs(mpfi_mid - fast_mid), scaled(fast[k].rad, fast[k].scale) + scaled(mpfi[k].rad, mpfi[k].scale)) << what << " element " << k;
-    if (fast[k].rounding_decided && mpfi[k].rounding_decided)
+    if (fast[k].rounding_decided && mpfi[k].rounding_decided) {
       EXPECT_EQ(fast[k].rounded, mpfi[k].rounded) << what << " element " << k << std::hexfloat << " fast " << fast[k].rounded << " mpfi " << mpfi[k].rounded;
+    }
     ++compared;
   }
   return compared;

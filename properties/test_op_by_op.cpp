@@ -115,6 +115,8 @@ TEST(OpByOp, TheEagerAutogradBackwardAgainstTheFusedOneInEveryDtype) {
   for (DType dt : cfg.dtypes) {
     EXPECT_GT((t[{dt, "dx", true}].failed), 0) << dtype_info(dt).name;
     EXPECT_EQ((t[{dt, "dbeta", true}].failed), 0) << dtype_info(dt).name;
-    if (dt == DType::f16 || dt == DType::bf16) EXPECT_GT((t[{dt, "dgamma", true}].failed), 0) << dtype_info(dt).name;
+    if (dt == DType::f16 || dt == DType::bf16) {
+      EXPECT_GT((t[{dt, "dgamma", true}].failed), 0) << dtype_info(dt).name;
     }
+  }
 }
