@@ -15,6 +15,7 @@
 
 #include "core/grouped_norm_case.hpp"
 #include "oracles/certified_grouped_norm.hpp"
+#include "oracles/sum_of.hpp"
 
 namespace normcheck::oracle {
 
@@ -33,20 +34,21 @@ GroupedNormReference<Real> grouped_norm_reference(const GroupedNormCase& c, cons
   const std::vector<int64_t>& group_of = l.group_of;
   const std::vector<int64_t>& channel_of = l.param_of;
   const int64_t groups = l.groups, channels = l.params;
-  std::vector<Real> count(static_cast<size_t>(groups), Real(0)), sum(count), sq(count), vsum(count), vzsum(count);
+  std::vector<Real> count(static_cast<size_t>(groups), Real(0));
+  std::vector<sum_of_t<Real>> sum(static_cast<size_t>(groups)), sq(sum), vsum(sum), vzsum(sum);
   std::vector<int64_t> members(static_cast<size_t>(groups), 0);  // the counts as integers, for the tests on them
   for (size_t e = 0; e < entries; ++e) {
     count[group_of[e]] += Real(1);
     ++members[group_of[e]];
     if (l.centred) sum[group_of[e]] += Real(c.x[e]);
   }
-  for (int64_t g = 0; g < groups; ++g) r.mean.push_back(sum[g] / count[g]);  // 0 for RMSNorm
+  for (int64_t g = 0; g < groups; ++g) r.mean.push_back(total(sum[g]) / count[g]);  // 0 for RMSNorm
   for (size_t e = 0; e < entries; ++e) {
     const Real d = Real(c.x[e]) - r.mean[group_of[e]];
     sq[group_of[e]] += d * d;
   }
   for (int64_t g = 0; g < groups; ++g) {
-    r.var.push_back(sq[g] / count[g]);  // RMSNorm: the mean of squares
+    r.var.push_back(total(sq[g]) / count[g]);  // RMSNorm: the mean of squares
     r.rstd.push_back(Real(1) / sqrt(r.var.back() + Real(c.eps)));
   }
   std::vector<Real> z(entries);
@@ -56,22 +58,30 @@ GroupedNormReference<Real> grouped_norm_reference(const GroupedNormCase& c, cons
     r.y.push_back(l.centred ? Real(c.gamma[ch]) * z[e] + Real(c.beta[ch]) : Real(c.gamma[ch]) * z[e]);
   }
   if (with_vjp) {
-    r.dgamma.assign(static_cast<size_t>(channels), Real(0));
-    if (l.centred) r.dbeta.assign(static_cast<size_t>(channels), Real(0));
+    std::vector<sum_of_t<Real>> dgamma(static_cast<size_t>(channels)), dbeta(dgamma);
     for (size_t e = 0; e < entries; ++e) {
       const int64_t g = group_of[e], ch = channel_of[e];
       const Real v = Real(c.gamma[ch]) * Real(c.dy[e]);
       vsum[g] += v;
       vzsum[g] += v * z[e];
       r.contrib.push_back(Real(c.dy[e]) * z[e]);
-      r.dgamma[ch] += r.contrib.back();
-      if (l.centred) r.dbeta[ch] += Real(c.dy[e]);
+      dgamma[ch] += r.contrib.back();
+      if (l.centred) dbeta[ch] += Real(c.dy[e]);
+    }
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      r.dgamma.push_back(total(dgamma[ch]));
+      if (l.centred) r.dbeta.push_back(total(dbeta[ch]));
+    }
+    std::vector<Real> mean_v, mean_vz;
+    for (int64_t g = 0; g < groups; ++g) {
+      mean_v.push_back(total(vsum[g]) / count[g]);
+      mean_vz.push_back(total(vzsum[g]) / count[g]);
     }
     for (size_t e = 0; e < entries; ++e) {
       const int64_t g = group_of[e], ch = channel_of[e];
       const Real v = Real(c.gamma[ch]) * Real(c.dy[e]);
-      const Real centring = l.centred ? vsum[g] / count[g] : Real(0);
-      r.dx.push_back(r.rstd[g] * (v - centring - z[e] * (vzsum[g] / count[g])));
+      const Real centring = l.centred ? mean_v[g] : Real(0);
+      r.dx.push_back(r.rstd[g] * (v - centring - z[e] * mean_vz[g]));
     }
   }
   if (l.batch_norm) {  // groups are channels
