@@ -156,6 +156,19 @@ CertifiedValue certify_ball(const I& center, double radius, DType dt) {
   return certify_interval(v.backend().data(), dt);
 }
 
+/// Every component of an l2 ball (centers x, radius rho) certified in dtype dt; max_err_ulps
+/// collects the largest radius in ULPs of the dtype.
+template <class I>
+std::vector<CertifiedValue> certify_state(const std::vector<I>& x, double rho, DType dt, double& max_err_ulps) {
+  const FloatFormat& fmt = *dtype_info(dt).format;
+  std::vector<CertifiedValue> out;
+  for (const I& e : x) {
+    out.push_back(certify_ball(e, rho, dt));
+    max_err_ulps = std::max(max_err_ulps, out.back().rad_in(ulp_at(out.back().approx(), fmt)));
+  }
+  return out;
+}
+
 template <class I>
 CertifiedPhStream stream(const PhCase& c, int bits) {
   CertifiedPhStream out;
@@ -195,12 +208,7 @@ CertifiedPhStream stream(const PhCase& c, int bits) {
     record_norm();
   }
   out.contractive = out.lambda_max < 1;
-  const FloatFormat& fmt = *dtype_info(c.dtype).format;
-  for (const I& e : x) {
-    out.x_final.push_back(certify_ball(e, rho, c.dtype));
-    const CertifiedValue& cv = out.x_final.back();
-    out.max_err_ulps = std::max(out.max_err_ulps, cv.rad_in(ulp_at(cv.approx(), fmt)));
-  }
+  out.x_final = certify_state(x, rho, c.dtype, out.max_err_ulps);
   out.certified = out.max_err_ulps <= kRequiredUlpFraction;
   return out;
 }
@@ -255,12 +263,7 @@ CertifiedPhBackward backward(const PhCase& c, int bits) {
   std::reverse(out.port_hi.begin(), out.port_hi.end());
   std::reverse(out.port_budget_lo.begin(), out.port_budget_lo.end());
   out.contractive = out.lambda_max < 1;
-  const FloatFormat& fmt = *dtype_info(c.dtype).format;
-  for (const I& e : g) {
-    out.grad_x0.push_back(certify_ball(e, rho, c.dtype));
-    const CertifiedValue& cv = out.grad_x0.back();
-    out.max_err_ulps = std::max(out.max_err_ulps, cv.rad_in(ulp_at(cv.approx(), fmt)));
-  }
+  out.grad_x0 = certify_state(g, rho, c.dtype, out.max_err_ulps);
   out.certified = out.max_err_ulps <= kRequiredUlpFraction;
   return out;
 }
