@@ -28,10 +28,6 @@ struct Levels {
 };
 using JvpLevel = CertifiedLayerNormJvp (*)(const LayerNormCase&, const LayerNormTangents&);
 
-bool all_accepted(const std::vector<CertifiedValue>& v, const FloatFormat& fmt) {
-  return std::all_of(v.begin(), v.end(), [&](const CertifiedValue& cv) { return element_accepted(cv, fmt); });
-}
-
 /// Rows with an output in one of `per_row` (rows * n each) that the level did not accept.
 std::vector<int64_t> failing_rows(std::initializer_list<const std::vector<CertifiedValue>*> per_row, const LayerNormCase& c) {
   const FloatFormat& fmt = *dtype_info(c.dtype).format;

@@ -401,7 +401,9 @@ TEST(AxisAudit, BenchAuditReportsProbesTimesAndSlopes) {
     const std::string kind = row.at("kind");
     const int64_t groups = row.at("groups"), entries = row.at("entries");
     EXPECT_EQ(row.at("group_probes").get<int64_t>(), 1 + 4 * groups) << kind << " " << entries;
-    if (kind == "batch_norm") EXPECT_EQ(row.at("affine_probes").get<int64_t>(), 3 + 2 * 3) << entries;  // P = 8 channels: base, then all + 3 bits for gamma and for beta
+    if (kind == "batch_norm") {  // P = 8 channels: base, then all + 3 bits for gamma and for beta
+      EXPECT_EQ(row.at("affine_probes").get<int64_t>(), 3 + 2 * 3) << entries;
+    }
     EXPECT_GT(row.at("group_inference_s").get<double>(), 0);
   }
   EXPECT_EQ(run_cli("bench-audit --dtype f8").exit_code, 2);

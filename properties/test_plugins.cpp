@@ -56,11 +56,13 @@ TEST(Plugins, APlantedOnePassVarianceIsFlagged) {
       const auto& wc = r.at("worst_case");  // a failure carries its inputs (up to the inline size limit)
       const int64_t elements = wc.at("rows").get<int64_t>() * wc.at("n").get<int64_t>();
       EXPECT_EQ(wc.at("inputs_inline").get<bool>(), elements <= normcheck::kInlineCaseLimit);
-      if (elements <= normcheck::kInlineCaseLimit) EXPECT_EQ(wc.at("x").size(), static_cast<size_t>(elements));
+      if (elements <= normcheck::kInlineCaseLimit) {
+        EXPECT_EQ(wc.at("x").size(), static_cast<size_t>(elements));
+      }
     }
   EXPECT_GE(failing, 1);
   // The terminal says why, without the JSON: each failing record, its worst element and the replay command.
-  for (const std::string part : {std::string("failing records, most severe first"), std::string("FAIL layernorm_forward/y plugin:"), std::string("worst element: case"),
+  for (const std::string& part : {std::string("failing records, most severe first"), std::string("FAIL layernorm_forward/y plugin:"), std::string("worst element: case"),
                            std::string("correctly rounded 0x"), std::string("error/bound"), "replay: normcheck replay --report " + out.string()})
     EXPECT_NE(o.out.find(part), std::string::npos) << part << "\n" << o.out;
   const std::string journal = slurp(out.string() + ".failures.jsonl");  // and so does every failing case of the journal

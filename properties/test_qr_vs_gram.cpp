@@ -180,11 +180,19 @@ TEST(QrVsGram, QrIsNoWorseAndMuchBetterAlongWeakDirectionsInFloat64) {
       EXPECT_EQ(qr.violations, 0) << dtype_info(dt).name << " kappa " << kappa;
       // The bound is derived from the certified Gram error of the R it is given: the Gram form's
       // kernel must stay inside it too (a rigor check of QR-CONTRACTED on another R).
-      if (gram.converted) EXPECT_EQ(gram.violations, 0) << dtype_info(dt).name << " kappa " << kappa;
+      if (gram.converted) {
+        EXPECT_EQ(gram.violations, 0) << dtype_info(dt).name << " kappa " << kappa;
+      }
       // The seed's claim, where it is visible (the algorithmic error, independent of the storage):
       // along the weak directions the Gram form's |R xbar|^2 error grows like u kappa^2, QR's like u kappa.
-      if (gram.converted && kappa >= 1e4) EXPECT_GT(gram.norm_err, 100 * qr.norm_err) << dtype_info(dt).name << " kappa " << kappa;
-      if (kappa <= 1e6) EXPECT_TRUE(gram.converted) << gram.failure;  // Cholesky works while kappa^2 u < 1
-      if (kappa >= 1e10) EXPECT_FALSE(gram.converted);                // and fails beyond
+      if (gram.converted && kappa >= 1e4) {
+        EXPECT_GT(gram.norm_err, 100 * qr.norm_err) << dtype_info(dt).name << " kappa " << kappa;
+      }
+      if (kappa <= 1e6) {  // Cholesky works while kappa^2 u < 1
+        EXPECT_TRUE(gram.converted) << gram.failure;
+      }
+      if (kappa >= 1e10) {  // and fails beyond
+        EXPECT_FALSE(gram.converted);
+      }
     }
 }

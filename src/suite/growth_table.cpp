@@ -134,7 +134,7 @@ std::vector<double> residual_kernel_norms_of(int kind, const GrowthConfig& cfg, 
 
 GrowthRow row_from(const std::string& arch, DType dt, const GrowthConfig& cfg, const std::vector<double>& kn,
                    const std::vector<double>& on, int64_t overflow) {
-  GrowthRow r{arch, dt, {}, {}, overflow};
+  GrowthRow r{arch, dt, {}, {}, overflow, {}, {}};
   for (int64_t d : cfg.depths) {
     r.kernel_ratio.push_back(kn[d] / kn[0]);
     r.oracle_ratio.push_back(on[d] / on[0]);
