@@ -77,15 +77,14 @@ CertifiedMatrix certified_cayley_mpfi150(const PhStep& p, double h, DType dt);
 CertifiedMatrix certified_dissipation_mpfi50(const PhStep& p, DType dt);
 CertifiedMatrix certified_dissipation_mpfi150(const PhStep& p, DType dt);
 
-/// Growth-table references (not interval-certified: relu and LayerNorm streams over 300 steps are
-/// evaluated at 168-bit MPFR point arithmetic, docs/port-hamiltonian.md): ||x_t|| for t = 0..depth
-/// of the residual controls; kind 0 plain x + f(x), 1 x + f(LN(x)), 2 LN(x + f(x)).
-std::vector<double> residual_stream_norms_mpfr(int kind, DType dt, const std::vector<double>& x0, double gain,
-                                               uint64_t seed, int64_t depth, double eps);
-
-/// The same controls' gradient growth ||d<g, x_d>/dx_0|| / ||g|| for each network depth d in
-/// `depths` (the growth table's gradient column), same arithmetic.
-std::vector<double> residual_stream_grad_ratios_mpfr(int kind, DType dt, const std::vector<double>& x0, const std::vector<double>& g,
-                                                     double gain, uint64_t seed, const std::vector<int64_t>& depths, double eps);
+/// Growth-table references of the residual controls (not interval-certified: relu and LayerNorm
+/// streams over 300 steps are evaluated at 168-bit MPFR point arithmetic, docs/port-hamiltonian.md);
+/// kind 0 plain x + f(x), 1 x + f(LN(x)), 2 LN(x + f(x)).
+struct ResidualStreamReference {
+  std::vector<double> norms;        ///< ||x_t||, t = 0..max(depths)
+  std::vector<double> grad_ratios;  ///< ||d<g, x_d>/dx_0|| / ||g|| for each d of depths
+};
+ResidualStreamReference residual_stream_reference_mpfr(int kind, DType dt, const std::vector<double>& x0, const std::vector<double>& g,
+                                                       double gain, uint64_t seed, const std::vector<int64_t>& depths, double eps);
 
 }  // namespace normcheck::oracle

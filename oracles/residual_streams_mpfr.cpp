@@ -18,25 +18,12 @@ double norm_of(const std::vector<Real>& x) {
 }
 }  // namespace
 
-std::vector<double> residual_stream_norms_mpfr(int kind, DType dt, const std::vector<double>& x0, double gain,
-                                               uint64_t seed, int64_t depth, double eps) {
-  std::vector<Real> x(x0.begin(), x0.end());
-  const int64_t n = static_cast<int64_t>(x.size());
-  std::vector<double> norms{norm_of(x)};
-  for (int64_t t = 0; t < depth; ++t) {
-    const ResidualStep p = residual_step_params(dt, n, gain, seed, t);
-    const std::vector<Real> f = ph::branch(p.W1, p.W2, kind == 1 ? ph::layer_norm(x, eps) : x);
-    for (int64_t i = 0; i < n; ++i) x[i] += f[i];
-    if (kind == 2) x = ph::layer_norm(x, eps);
-    norms.push_back(norm_of(x));
-  }
-  return norms;
-}
-
-std::vector<double> residual_stream_grad_ratios_mpfr(int kind, DType dt, const std::vector<double>& x0, const std::vector<double>& g,
-                                                     double gain, uint64_t seed, const std::vector<int64_t>& depths, double eps) {
+ResidualStreamReference residual_stream_reference_mpfr(int kind, DType dt, const std::vector<double>& x0, const std::vector<double>& g,
+                                                       double gain, uint64_t seed, const std::vector<int64_t>& depths, double eps) {
   const int64_t n = static_cast<int64_t>(x0.size()), D = *std::max_element(depths.begin(), depths.end());
-  std::vector<std::vector<Real>> xs{std::vector<Real>(x0.begin(), x0.end())};  // x_t, t = 0..D-1
+  ResidualStreamReference ref;
+  std::vector<std::vector<Real>> xs{std::vector<Real>(x0.begin(), x0.end())};  // the state before step t
+  ref.norms.push_back(norm_of(xs.back()));
   std::vector<ResidualStep> steps;
   for (int64_t t = 0; t < D; ++t) {
     steps.push_back(residual_step_params(dt, n, gain, seed, t));
@@ -44,10 +31,10 @@ std::vector<double> residual_stream_grad_ratios_mpfr(int kind, DType dt, const s
     const std::vector<Real> f = ph::branch(steps.back().W1, steps.back().W2, kind == 1 ? ph::layer_norm(x, eps) : x);
     for (int64_t i = 0; i < n; ++i) x[i] += f[i];
     if (kind == 2) x = ph::layer_norm(x, eps);
+    ref.norms.push_back(norm_of(x));
     if (t + 1 < D) xs.push_back(std::move(x));
   }
   const std::vector<Real> gL(g.begin(), g.end());
-  std::vector<double> ratios;
   for (int64_t d : depths) {
     std::vector<Real> gt = gL;
     for (int64_t t = d - 1; t >= 0; --t) {
@@ -70,9 +57,9 @@ std::vector<double> residual_stream_grad_ratios_mpfr(int kind, DType dt, const s
       }
       gt = std::move(next);
     }
-    ratios.push_back(norm_of(gt) / norm_of(gL));
+    ref.grad_ratios.push_back(norm_of(gt) / norm_of(gL));
   }
-  return ratios;
+  return ref;
 }
 
 }  // namespace normcheck::oracle

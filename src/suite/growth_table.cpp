@@ -30,36 +30,6 @@ std::pair<std::vector<double>, int> rescaled(std::vector<double> v) {
   return {std::move(v), k};
 }
 
-/// ||x_t|| of residual control `kind` in storage S, t = 0..depth, and the first non-finite depth.
-template <class S>
-std::vector<double> residual_kernel_norms(int kind, const GrowthConfig& cfg, DType dt, const std::vector<double>& x0, int64_t depth,
-                                          uint64_t seed, int64_t& overflow) {
-  std::vector<S> x = to_storage<S>(x0);
-  std::vector<double> norms{norm_of(x0)};
-  overflow = -1;
-  int scale_log2 = 0;  // the rescaled stream: ||x_t|| = ||stored x|| 2^scale_log2
-  for (int64_t t = 0; t < depth; ++t) {
-    const ResidualStep p = residual_step_params(dt, cfg.width, cfg.gain, seed, t);
-    const std::vector<S> W1 = to_storage<S>(p.W1), W2 = to_storage<S>(p.W2);
-    if (kind == kPlain || kind == kRescaled) x = kernels::plain_residual_step<S>(W1.data(), W2.data(), x);
-    else if (kind == kLnBranch) x = kernels::ln_branch_step<S>(W1.data(), W2.data(), x, cfg.eps);
-    else x = kernels::ln_trunk_step<S>(W1.data(), W2.data(), x, cfg.eps);
-    std::vector<double> xd = to_double(x);
-    const bool finite = std::all_of(xd.begin(), xd.end(), [](double e) { return std::isfinite(e); });
-    if (!finite && overflow < 0) overflow = t + 1;
-    if (kind == kRescaled && finite) {
-      // The seed's rescaling, by a power of two: exact, and the branch is positively homogeneous
-      // (relu, matrix products), so every later step is the unscaled one times 2^-k bit for bit
-      // until the unscaled stream would leave the dtype's range.
-      const auto [xs, k] = rescaled(std::move(xd));
-      x = to_storage<S>(xs);
-      scale_log2 += k;
-    }
-    norms.push_back(finite ? std::ldexp(norm_of(to_double(x)), scale_log2) : HUGE_VAL);
-  }
-  return norms;
-}
-
 /// One step's VJP of control `kind` at the state x (the rescaled stream's state: the steps are
 /// positively homogeneous of degree 1, so their Jacobians are those of the unscaled stream).
 template <class S>
@@ -70,66 +40,74 @@ std::vector<S> residual_step_vjp(int kind, const std::vector<S>& W1, const std::
   return kernels::plain_residual_step_vjp<S>(W1.data(), W2.data(), x, g);
 }
 
-/// Gradient growth ||d<g, x_d>/dx_0|| / ||g|| of control `kind` in storage S for each d of cfg.depths:
-/// the forward states are kept (rescaled like the forward for the rescaled row), then each depth's
-/// network is differentiated by the step VJP kernels; the rescaled row also rescales the cotangent
-/// by a power of two after every step (the VJP is linear: exact).
+/// A residual control run by its kernels in one storage dtype.
+struct ResidualKernelRun {
+  std::vector<double> norms;        ///< ||x_t||, t = 0..depth
+  std::vector<double> grad_ratios;  ///< ||d<g, x_d>/dx_0|| / ||g|| for each d of cfg.depths
+  int64_t overflow = -1;            ///< first non-finite depth; -1 none
+};
+
+/// Control `kind` in storage S: one forward pass keeping its states (for the rescaled row, the
+/// seed's power-of-two rescaling after every step: exact, and the branch is positively homogeneous
+/// (relu, matrix products), so every later step is the unscaled one times 2^-k bit for bit until the
+/// unscaled stream would leave the dtype's range), then each depth's network differentiated by the
+/// step VJP kernels; the rescaled row also rescales the cotangent by a power of two after every
+/// step (the VJP is linear: exact).
 template <class S>
-std::vector<double> residual_kernel_grad_ratios(int kind, const GrowthConfig& cfg, DType dt, const std::vector<double>& x0,
-                                                const std::vector<double>& gL, uint64_t seed) {
+ResidualKernelRun residual_kernel_run(int kind, const GrowthConfig& cfg, DType dt, const std::vector<double>& x0,
+                                      const std::vector<double>& gL, uint64_t seed) {
   const int64_t depth = *std::max_element(cfg.depths.begin(), cfg.depths.end());
-  std::vector<std::vector<S>> xs{to_storage<S>(x0)};
-  std::vector<std::vector<S>> W1s, W2s;
+  ResidualKernelRun run;
+  run.norms.push_back(norm_of(x0));
+  std::vector<std::vector<S>> xs{to_storage<S>(x0)}, W1s, W2s;  // xs: the state before step t
+  int scale_log2 = 0;  // the rescaled stream: ||x_t|| = ||stored x|| 2^scale_log2
   for (int64_t t = 0; t < depth; ++t) {
     const ResidualStep p = residual_step_params(dt, cfg.width, cfg.gain, seed, t);
     W1s.push_back(to_storage<S>(p.W1));
     W2s.push_back(to_storage<S>(p.W2));
-    if (t + 1 == depth) break;
+    const S* W1 = W1s.back().data();
+    const S* W2 = W2s.back().data();
     std::vector<S> x = xs.back();
-    if (kind == kPlain || kind == kRescaled) x = kernels::plain_residual_step<S>(W1s.back().data(), W2s.back().data(), x);
-    else if (kind == kLnBranch) x = kernels::ln_branch_step<S>(W1s.back().data(), W2s.back().data(), x, cfg.eps);
-    else x = kernels::ln_trunk_step<S>(W1s.back().data(), W2s.back().data(), x, cfg.eps);
-    if (kind == kRescaled) x = to_storage<S>(rescaled(to_double(x)).first);
-    xs.push_back(std::move(x));
+    if (kind == kPlain || kind == kRescaled) x = kernels::plain_residual_step<S>(W1, W2, x);
+    else if (kind == kLnBranch) x = kernels::ln_branch_step<S>(W1, W2, x, cfg.eps);
+    else x = kernels::ln_trunk_step<S>(W1, W2, x, cfg.eps);
+    std::vector<double> xd = to_double(x);
+    const bool finite = std::all_of(xd.begin(), xd.end(), [](double e) { return std::isfinite(e); });
+    if (!finite && run.overflow < 0) run.overflow = t + 1;
+    if (kind == kRescaled && finite) {
+      const auto [scaled, k] = rescaled(std::move(xd));
+      x = to_storage<S>(scaled);
+      scale_log2 += k;
+    }
+    run.norms.push_back(finite ? std::ldexp(norm_of(to_double(x)), scale_log2) : HUGE_VAL);
+    if (t + 1 < depth) xs.push_back(std::move(x));
   }
-  std::vector<double> ratios;
   for (int64_t d : cfg.depths) {
     std::vector<S> g = to_storage<S>(gL);
-    int scale_log2 = 0;
+    int g_scale_log2 = 0;
     for (int64_t t = d - 1; t >= 0; --t) {
       g = residual_step_vjp<S>(kind == kRescaled ? kPlain : kind, W1s[t], W2s[t], xs[t], g, cfg.eps);
       if (kind == kRescaled) {
         const auto [gs, k] = rescaled(to_double(g));
         g = to_storage<S>(gs);
-        scale_log2 += k;
+        g_scale_log2 += k;
       }
     }
     const double gn = norm_of(to_double(g));
-    ratios.push_back(std::isfinite(gn) ? std::ldexp(gn, scale_log2) / norm_of(gL) : HUGE_VAL);
+    run.grad_ratios.push_back(std::isfinite(gn) ? std::ldexp(gn, g_scale_log2) / norm_of(gL) : HUGE_VAL);
   }
-  return ratios;
+  return run;
 }
 
-std::vector<double> residual_kernel_grad_ratios_of(int kind, const GrowthConfig& cfg, DType dt, const std::vector<double>& x0,
-                                                   const std::vector<double>& gL, uint64_t seed) {
+ResidualKernelRun residual_kernel_run_of(int kind, const GrowthConfig& cfg, DType dt, const std::vector<double>& x0,
+                                         const std::vector<double>& gL, uint64_t seed) {
   switch (dt) {
-    case DType::f16: return residual_kernel_grad_ratios<f16>(kind, cfg, dt, x0, gL, seed);
-    case DType::bf16: return residual_kernel_grad_ratios<bf16>(kind, cfg, dt, x0, gL, seed);
-    case DType::f32: return residual_kernel_grad_ratios<float>(kind, cfg, dt, x0, gL, seed);
+    case DType::f16: return residual_kernel_run<f16>(kind, cfg, dt, x0, gL, seed);
+    case DType::bf16: return residual_kernel_run<bf16>(kind, cfg, dt, x0, gL, seed);
+    case DType::f32: return residual_kernel_run<float>(kind, cfg, dt, x0, gL, seed);
     case DType::f64: break;
   }
-  return residual_kernel_grad_ratios<double>(kind, cfg, dt, x0, gL, seed);
-}
-
-std::vector<double> residual_kernel_norms_of(int kind, const GrowthConfig& cfg, DType dt, const std::vector<double>& x0, int64_t depth,
-                                             uint64_t seed, int64_t& overflow) {
-  switch (dt) {
-    case DType::f16: return residual_kernel_norms<f16>(kind, cfg, dt, x0, depth, seed, overflow);
-    case DType::bf16: return residual_kernel_norms<bf16>(kind, cfg, dt, x0, depth, seed, overflow);
-    case DType::f32: return residual_kernel_norms<float>(kind, cfg, dt, x0, depth, seed, overflow);
-    case DType::f64: break;
-  }
-  return residual_kernel_norms<double>(kind, cfg, dt, x0, depth, seed, overflow);
+  return residual_kernel_run<double>(kind, cfg, dt, x0, gL, seed);
 }
 
 GrowthRow row_from(const std::string& arch, DType dt, const GrowthConfig& cfg, const std::vector<double>& kn,
@@ -152,18 +130,17 @@ std::vector<GrowthRow> run_growth(const GrowthConfig& cfg, DType dt, BudgetCaseR
   const PhCase c = make_ph_case(dt, cfg.width, depth, cfg.h, seed);
   const std::vector<double> gL = ph_cotangent(c);
   std::vector<GrowthRow> rows;
-  std::vector<double> plain_oracle, plain_grad_oracle;
+  oracle::ResidualStreamReference plain_reference;
   for (int kind = 0; kind < 4; ++kind) {
-    int64_t overflow = -1;
-    const std::vector<double> kn = residual_kernel_norms_of(kind, cfg, dt, c.x0, depth, seed, overflow);
-    // The rescaled stream's exact norms are the plain stream's (rescaling does not change it in real arithmetic).
-    const std::vector<double> on = kind == kRescaled ? plain_oracle : oracle::residual_stream_norms_mpfr(kind, dt, c.x0, cfg.gain, seed, depth, cfg.eps);
-    if (kind == kPlain) plain_oracle = on;
-    rows.push_back(row_from(kArchs[kind], dt, cfg, kn, on, overflow));
-    rows.back().grad_kernel_ratio = residual_kernel_grad_ratios_of(kind, cfg, dt, c.x0, gL, seed);
-    rows.back().grad_oracle_ratio = kind == kRescaled ? plain_grad_oracle
-                                                      : oracle::residual_stream_grad_ratios_mpfr(kind, dt, c.x0, gL, cfg.gain, seed, cfg.depths, cfg.eps);
-    if (kind == kPlain) plain_grad_oracle = rows.back().grad_oracle_ratio;
+    const ResidualKernelRun run = residual_kernel_run_of(kind, cfg, dt, c.x0, gL, seed);
+    // The rescaled stream's exact norms and gradients are the plain stream's (rescaling does not
+    // change it in real arithmetic).
+    const oracle::ResidualStreamReference ref =
+        kind == kRescaled ? plain_reference : oracle::residual_stream_reference_mpfr(kind, dt, c.x0, gL, cfg.gain, seed, cfg.depths, cfg.eps);
+    if (kind == kPlain) plain_reference = ref;
+    rows.push_back(row_from(kArchs[kind], dt, cfg, run.norms, ref.norms, run.overflow));
+    rows.back().grad_kernel_ratio = run.grad_ratios;
+    rows.back().grad_oracle_ratio = ref.grad_ratios;
   }
   BudgetCaseOptions o;
   o.judge_max_n = cfg.width;
