@@ -82,6 +82,10 @@ TEST(Kernels, WeakVariantsWithinTheirOwnWeakerBounds) {
   for (DType dt : {DType::f16, DType::bf16}) check_variant(dt, "two_pass_storage_accum", true);
 }
 
+TEST(Kernels, TheOpByOpGraphWithinItsOwnBoundEveryDtype) {  // LN-OPBYOP-SEQ, docs/bounds.md section 4.5
+  for_each_dtype([](auto tag) { check_variant(dtype_traits<decltype(tag)>::id, "op_by_op", true); });
+}
+
 TEST(Kernels, RmsWithinBoundEveryDtype) {
   for_each_dtype([](auto tag) { check_variant(dtype_traits<decltype(tag)>::id, "rms"); });
 }

@@ -4,8 +4,9 @@
 // row generator and the worst-case corpus) in f16, bf16, f32 and f64, measured against the
 // certified oracle and judged by the dtype's contract bound (LN-TWOPASS-SEQ with the default
 // accumulator: the bound a sound fused backward meets). Prints the table docs/layernorm-op-by-op.md
-// quotes. The fused kernel never violates it; the op-by-op graph must be flagged where its stored
-// intermediates lose more than the contract allows.
+// quotes. The fused kernel never violates it; the op-by-op graph (the registered known-weak variant
+// `op_by_op`) must be flagged where its stored intermediates lose more than the contract allows, and
+// must stay within its own bound LN-OPBYOP-SEQ (docs/bounds.md section 4.5) wherever that is not void.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -13,7 +14,12 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "kernels/layernorm_op_by_op.hpp"
+#include "properties/cli_harness.hpp"
 #include "kernels/storage_io.hpp"
 #include "suite/judge.hpp"
 #include "suite/runner.hpp"
@@ -23,29 +29,8 @@ using namespace normcheck;
 
 namespace {
 
-/// The op-by-op backward as a kernel entry judged exactly as the fused two_pass entry is (its
-/// tolerance row: verdict by the dtype's contract).
-KernelEntry op_by_op_entry(DType dt) {
-  KernelEntry k = *find_kernel(Op::layernorm_backward, "two_pass", dt);
-  for_each_dtype([&](auto tag) {
-    using S = decltype(tag);
-    if (dtype_traits<S>::id != dt) return;
-    k.run = [](const LayerNormCase& c) {
-      const auto x = to_storage<S>(c.x), g = to_storage<S>(c.gamma), dy = to_storage<S>(c.dy);
-      std::vector<S> dx(x.size()), dg(g.size()), db(g.size());
-      kernels::layernorm_backward_op_by_op<S>(x.data(), g.data(), dy.data(), c.rows, c.n, c.eps, dx.data(), dg.data(), db.data());
-      KernelOutputs out;
-      out.dx = to_double(dx);
-      out.dgamma = to_double(dg);
-      out.dbeta = to_double(db);
-      return out;
-    };
-  });
-  return k;
-}
-
 struct Tally {
-  ErrorAccumulator acc;
+  ErrorAccumulator acc, own;  ///< against the contract (the verdict) and against its own LN-OPBYOP-SEQ
   int64_t cases = 0, failed = 0;
   int64_t failed_r3_out_of_range = 0;  ///< failing cases where some row's stored r^3 is inf, 0 or subnormal
   std::map<std::string, int64_t> failed_by_generator;
@@ -75,7 +60,8 @@ TEST(OpByOp, TheEagerAutogradBackwardAgainstTheFusedOneInEveryDtype) {
   const RunConfig cfg = *suite_config("default");
   std::map<std::tuple<DType, std::string, bool>, Tally> t;  // (dtype, output, op by op)
   for (DType dt : cfg.dtypes) {
-    const KernelEntry fused = *find_kernel(Op::layernorm_backward, "two_pass", dt), eager = op_by_op_entry(dt);
+    const KernelEntry fused = *find_kernel(Op::layernorm_backward, "two_pass", dt),
+                      eager = *find_kernel(Op::layernorm_backward, "op_by_op", dt);
     for (size_t g = 0; g < cfg.generators.size(); ++g) {
       const int64_t cases = gen::generator_case_count(cfg.generators[g], dt, cfg.cases_per_generator);
       for (int64_t k = 0; k < cases; ++k) {
@@ -85,6 +71,7 @@ TEST(OpByOp, TheEagerAutogradBackwardAgainstTheFusedOneInEveryDtype) {
           for (const OutputJudgement& j : judge_case(op_by_op ? eager : fused, c, ref)) {
             Tally& tally = t[{dt, j.output, op_by_op}];
             tally.acc.merge(j.acc);
+            tally.own.merge(j.own);
             ++tally.cases;
             if (j.failed) {
               ++tally.failed;
@@ -95,17 +82,20 @@ TEST(OpByOp, TheEagerAutogradBackwardAgainstTheFusedOneInEveryDtype) {
       }
     }
   }
-  std::printf("| dtype | output | fused: max ULP (normal) / RMS ULP / max err/bound / failing cases | op-by-op: max ULP (normal) / RMS ULP / max err/bound / failing cases | of which r^3 out of range | op-by-op fails on |\n|---|---|---|---|---|---|\n");
+  std::printf("| dtype | output | fused: max ULP (normal) / RMS ULP / max err/bound / failing cases | op-by-op: max ULP (normal) / RMS ULP / max err/bound / failing cases | of which r^3 out of range | op-by-op fails on | op-by-op: max err/own bound / own bound void (elements of) |\n|---|---|---|---|---|---|---|\n");
   for (DType dt : cfg.dtypes)
     for (const char* out : {"dx", "dgamma", "dbeta"}) {
       const Tally &f = t[{dt, out, false}], &e = t[{dt, out, true}];
       std::string where;
       for (const auto& [gen, n] : e.failed_by_generator) where += fmt::format("{}{} ({})", where.empty() ? "" : ", ", gen, n);
-      std::printf("| %s | %s | %.3g / %.3g / %.3g / %lld of %lld | %.3g / %.3g / %.3g / %lld of %lld | %lld | %s |\n", dtype_info(dt).name.data(),
-                  out, f.acc.max_ulp_normal(), f.acc.rms_ulp(), f.acc.max_bound_ratio(), static_cast<long long>(f.failed),
-                  static_cast<long long>(f.cases), e.acc.max_ulp_normal(), e.acc.rms_ulp(), e.acc.max_bound_ratio(),
-                  static_cast<long long>(e.failed), static_cast<long long>(e.cases), static_cast<long long>(e.failed_r3_out_of_range),
-                  where.empty() ? "-" : where.c_str());
+      std::printf("| %s | %s | %.3g / %.3g / %.3g / %lld of %lld | %.3g / %.3g / %.3g / %lld of %lld | %lld | %s | %.3g / %lld of %lld |\n",
+                  dtype_info(dt).name.data(), out, f.acc.max_ulp_normal(), f.acc.rms_ulp(), f.acc.max_bound_ratio(),
+                  static_cast<long long>(f.failed), static_cast<long long>(f.cases), e.acc.max_ulp_normal(), e.acc.rms_ulp(),
+                  e.acc.max_bound_ratio(), static_cast<long long>(e.failed), static_cast<long long>(e.cases),
+                  static_cast<long long>(e.failed_r3_out_of_range), where.empty() ? "-" : where.c_str(), e.own.max_rigor_ratio(),
+                  static_cast<long long>(e.own.void_bounds()), static_cast<long long>(e.own.count()));
+      // Its own bound holds wherever its premises do (no stored intermediate out of range).
+      EXPECT_EQ(e.own.rigor_violations(), 0) << dtype_info(dt).name << " " << out;
       EXPECT_EQ(f.failed, 0) << dtype_info(dt).name << " " << out;  // the fused kernel is the contract's own arithmetic
       EXPECT_EQ(e.cases, f.cases);
     }
@@ -119,4 +109,31 @@ TEST(OpByOp, TheEagerAutogradBackwardAgainstTheFusedOneInEveryDtype) {
       EXPECT_GT((t[{dt, "dgamma", true}].failed), 0) << dtype_info(dt).name;
     }
   }
+}
+
+TEST(OpByOp, TheDocsCommandRunsAsPrinted) {
+  // docs/layernorm-op-by-op.md's `./build/normcheck run` line, from a folder where build/ is this build:
+  // it exits 0, the contract flags op_by_op (records `flagged`) and its own bound holds on every record.
+  const fs::path root = scratch() / "op_by_op_doc";
+  fs::remove_all(root);
+  fs::create_directories(root / "reports");
+  fs::create_symlink(fs::path(NORMCHECK_BINARY).parent_path(), root / "build");
+  std::ifstream f(std::string(NORMCHECK_SOURCE_DIR) + "/docs/layernorm-op-by-op.md");
+  std::string command;
+  for (std::string line; std::getline(f, line) && command.empty();)
+    if (line.rfind("    ./build/normcheck run ", 0) == 0) command = line.substr(4);
+  ASSERT_FALSE(command.empty());
+  const Outcome o = run_shell("cd " + root.string() + " && " + command + " --quiet");
+  ASSERT_EQ(o.exit_code, 0) << command << "\n" << o.out << o.err;
+  const nlohmann::json report = nlohmann::json::parse(slurp(root / "reports/op_by_op.json"));
+  int flagged = 0, op_by_op = 0;
+  for (const nlohmann::json& r : report.at("records")) {
+    if (r.at("variant") != "op_by_op") continue;
+    ++op_by_op;
+    flagged += r.at("verdict") == "flagged" ? 1 : 0;
+    EXPECT_EQ(r.at("own_bound").at("violations"), 0) << r.at("property") << " " << r.at("storage") << " " << r.at("output");
+    EXPECT_NE(r.at("verdict"), "own_bound_violated");
+  }
+  EXPECT_EQ(2 * static_cast<size_t>(op_by_op), report.at("records").size());  // the same records as two_pass
+  EXPECT_GT(flagged, 0);
 }

@@ -30,7 +30,10 @@ std::string bound_id(const BoundModel& m) {
     if (m.rms_flags & kRmsDgBf16) id += "+DG-BF16";
     return id;
   }
-  const char* stats = m.stats == StatsModel::two_pass ? "TWOPASS" : m.stats == StatsModel::welford ? "WELFORD" : "ONEPASS";
+  const char* stats = m.stats == StatsModel::two_pass  ? "TWOPASS"
+                      : m.stats == StatsModel::welford ? "WELFORD"
+                      : m.stats == StatsModel::op_by_op ? "OPBYOP"
+                                                        : "ONEPASS";
   return std::string("LN-") + stats + "-" + order;
 }
 
@@ -82,6 +85,20 @@ std::vector<std::string> bound_formula(const BoundModel& m, bool backward) {
                   " sum (|a_k|+e_a)(|b_k|+e_b)) / n + n eta_a   [2.2]");
       break;
     case StatsModel::rms: break;
+    case StatsModel::op_by_op:
+      f.push_back("e_mu = (gamma_sum (+) div_n) * sum|x| / n + eta_a, then stored: + u_s (|mu| + e_mu) + eta_s      [4.5]");
+      f.push_back("e_d_j = e_mu + (u_a (+) u_s)(|d_j| + e_mu) + eta_s (d_hat = st(fl(x - mu_hat)))                 [4.5]");
+      f.push_back("e_v  = E2 + (gamma_sum (+) u_a (+) u_s (+) div_n (+) u_s) (v + E2) + 3 (1 + that)(eta_a + eta_s),"
+                  " E2 = (sum 2|d_j| ((u_a (+) u_s)(|d_j| + e_mu) + eta_s) + sum e_d_j^2) / n   [4.5: sum d_j = 0]");
+      f.push_back("delta_r as in [2.3] with v_hat + eps_hat stored (+ u_s (w + e_w) + eta_s), then (+) u_s for the stored r");
+      f.push_back(backward ? "dz = st(dy gamma); dr = st(sum st(dz d)); r3 = st(r r r); dv = st(-1/2 st(dr r3)); ds = st(dv / n);"
+                             " dd = st(st(dz r) + st(ds st(2 d))); dmu = -st(sum dd); dx = st(dd + st(dmu / n));"
+                             " dgamma = st(sum_rows st(dy z)), z = st(d r); dbeta = st(sum_rows dy)   [4.5]"
+                           : "y = st(st(st(d r) gamma) + beta)   [4.5]");
+      f.push_back("every step a (magnitude, error) pair: product, sum, division by n and store rules of [11.1]");
+      f.push_back("overflow predicted (bound void) where a pair or a stored square, v + eps, r, r^3 may reach the"
+                  " largest finite value   [4.5, 5]");
+      return f;
     case StatsModel::one_pass:
       f.push_back("e_mu = (gamma_sum (+) div_n) * sum|x| / n + eta_a                                   [2.1]");
       f.push_back("e_v  = e_q + e_msq + u_a (v + e_q + e_msq), e_q = (gamma_sum (+) u_a (+) div_n) sum x^2 / n,"
@@ -112,6 +129,7 @@ std::vector<std::string> bound_formula(const BoundModel& m, bool backward) {
 
 TensorBound layernorm_forward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
                                     const BoundModel& m) {
+  if (m.stats == StatsModel::op_by_op) return op_by_op_forward_bound(c, ref, m);
   const Units u = units_of(m);
   const double g2 = gamma_k(2, u.ua);
   TensorBound out{std::vector<double>(c.x.size()), std::vector<uint8_t>(c.x.size())};
@@ -147,6 +165,7 @@ struct BackwardRowSums {
 
 BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
                                        const BoundModel& m, BackwardBoundTrace* trace) {
+  if (m.stats == StatsModel::op_by_op) return op_by_op_backward_bound(c, ref, m);  // no trace: its pairs are per step
   const Units u = units_of(m);
   const double nn = static_cast<double>(c.n);
   const double max_s = dtype_info(c.dtype).max_finite;

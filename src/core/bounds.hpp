@@ -13,7 +13,9 @@
 namespace normcheck {
 
 /// How the row statistics are computed by the kernel the bound describes.
-enum class StatsModel { two_pass, welford, one_pass, rms };
+/// op_by_op: two-pass statistics as an eager autograd engine runs them, every primitive's result
+/// stored in the storage dtype (src/kernels/layernorm_op_by_op.hpp; docs/bounds.md section 4.5).
+enum class StatsModel { two_pass, welford, one_pass, rms, op_by_op };
 
 /// RMSNorm arithmetic deviations of the known-weak variants (bitmask, StatsModel::rms only).
 enum RmsFlags : uint8_t {

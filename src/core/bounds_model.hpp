@@ -77,6 +77,15 @@ struct RowError {
 /// Relative error of r_hat = 1 / sqrt(fl(v_hat + eps_hat)) given |v_hat - v| <= e_v (section 2.3).
 double rstd_relative_error(double v, double v_low, double e_v, double eps, const Units& u);
 
+/// The same with v_hat + eps_hat and r_hat each stored in the storage dtype (op by op, section 4.5).
+double rstd_relative_error_stored(double v, double v_low, double e_v, double eps, const Units& u);
+
+/// Error bound of a value stored in the storage dtype: err + u_s (mag + err) + eta_s when the store
+/// rounds, else err (the store rule of section 11.1).
+inline double stored_error(double mag, double err, const Units& u) {
+  return u.store_rounds ? err + u.us * (mag + err) + u.eta_s : err;
+}
+
 RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t row,
                    const BoundModel& m, const Units& u);
 
@@ -108,6 +117,11 @@ uint8_t row_regime(const LayerNormCase& c, int64_t row, const RowError& r, const
 /// Output-level regime: cancellation when |value| < (sum of magnitudes) / 64, underflow below the
 /// storage dtype's min normal.
 uint8_t output_regime(double value_abs, double magnitude, DType storage);
+
+/// LN-OPBYOP-SEQ (section 4.5): the op-by-op kernel's forward and backward, (magnitude, error) pairs
+/// along its graph (bounds_op_by_op.cpp); layernorm_forward_bound / layernorm_backward_bound dispatch here.
+TensorBound op_by_op_forward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, const BoundModel& m);
+BackwardBound op_by_op_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, const BoundModel& m);
 
 /// The arithmetic of one RMSNorm variant, beyond the Units of its accumulator.
 struct RmsUnits {

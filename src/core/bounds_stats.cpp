@@ -74,6 +74,32 @@ double variance_error_welford(const double* x, int64_t n, double e_mu, const Uni
   return (acc + compose(gamma_k(nn, u.ua), division_error(n, u)) * mag) / nn + u.eta_a * nn;
 }
 
+/// Op by op: a stored square st(d_hat^2), the stored v_hat + eps_hat or r_hat may reach the storage
+/// dtype's largest finite value (section 4.5; the accumulator's range is row_regime's).
+bool stored_statistics_overflow(const RowError& r, int64_t n, double eps, const BoundModel& m, const Units& u) {
+  const double max_s = dtype_info(m.storage).max_finite, grow = (1 + u.ua) * (1 + u.us) * kEvaluationSlack;
+  for (int64_t j = 0; j < n; ++j)
+    if (!((r.d_abs[j] + r.e_d[j]) * (r.d_abs[j] + r.e_d[j]) * grow < max_s)) return true;
+  return !((r.v + r.e_v + eps) * grow < max_s) || !(r.rstd * (1 + r.delta_r) < max_s);
+}
+
+/// Op by op (section 4.5): d_hat = st(fl(x - mu_hat)) and the squares st(fl(d_hat^2)) round twice,
+/// v_hat = st(fl(sum)/n) once more; sum_j d_j = 0 still keeps the mean error at second order.
+double variance_error_op_by_op(const RowError& r, int64_t n, const Units& u) {
+  const double u_st = u.store_rounds ? u.us : 0, eta_st = u.store_rounds ? u.eta_s : 0;
+  const double u_twice = compose(u.ua, u_st);
+  double lin = 0, quad = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    lin += 2 * r.d_abs[j] * (u_twice * (r.d_abs[j] + r.e_mu) + eta_st);
+    quad += r.e_d[j] * r.e_d[j];
+  }
+  const double nn = static_cast<double>(n);
+  const double e2 = (lin + quad) / nn;
+  // the squares (two roundings), the sum's additions, one division, the store of v.
+  const double g = compose(compose(compose(sum_gamma(n, u), u_twice), division_error(n, u)), u_st);
+  return e2 + g * (r.v + e2) + 3 * (1 + g) * (u.eta_a + eta_st);
+}
+
 /// One-pass: v_hat = fl(fl(sum x^2)/n - fl(mu_hat^2)); the subtraction cancels n mu^2 / S-fold.
 double variance_error_one_pass(const double* x, int64_t n, double mu_abs, const RowError& r, const Units& u) {
   double s2 = 0;
@@ -96,6 +122,17 @@ double rstd_relative_error(double v, double v_low, double e_v, double eps, const
   if (!(delta < 1 - 0x1p-20)) return kInf;
   const double a = delta / (2 * std::pow(1 - delta, 1.5));
   return a + (1 + a) * u.rsqrt;
+}
+
+double rstd_relative_error_stored(double v, double v_low, double e_v, double eps, const Units& u) {
+  const double u_st = u.store_rounds ? u.us : 0, eta_st = u.store_rounds ? u.eta_s : 0;
+  const double w = (v + eps) * (1 + kRel), w_low = (v_low + eps) * (1 - kRel);
+  const double e_sum = e_v + u.ua * eps + 2 * u.eta_a + u.ua * (w + e_v + u.ua * eps + u.eta_a);
+  const double e_w = e_sum + u_st * (w + e_sum) + eta_st;  // ve = st(fl(v_hat + eps_hat))
+  const double delta = e_w / w_low * (1 + kRel);
+  if (!(delta < 1 - 0x1p-20)) return kInf;
+  const double a = delta / (2 * std::pow(1 - delta, 1.5));
+  return compose(a + (1 + a) * u.rsqrt, u_st);  // r = st(1 / sqrt(ve)): r >= 1/sqrt(max) is normal
 }
 
 Units units_of(const BoundModel& m) {
@@ -130,6 +167,8 @@ RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref
   r.v_low = std::max(0.0, (ref.var[i] - ref.var_rad[i]) * (1 - kRel));
   r.rstd = (ref.rstd[i] + ref.rstd_rad[i]) * (1 + kRel);
   r.e_mu = m.stats == StatsModel::welford ? mean_error_welford(x, c.n, u) : mean_error_summed(x, c.n, u);
+  const bool op_by_op = m.stats == StatsModel::op_by_op;  // mu_hat and every d_hat stored (section 4.5)
+  if (op_by_op) r.e_mu = stored_error(std::fabs(mu) + ref.mean_rad[i] * (1 + kRel) + kRel * std::fabs(mu), r.e_mu, u);
   r.d.resize(static_cast<size_t>(c.n));
   r.d_abs.resize(static_cast<size_t>(c.n));
   r.e_d.resize(static_cast<size_t>(c.n));
@@ -138,15 +177,18 @@ RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref
     // |x - mu_exact| <= |fl(x - mu)| (1 + 2^-52) + |mu - mu_exact| (certified radius) + margin.
     r.d_abs[j] = std::fabs(r.d[j]) * (1 + 0x1p-52) + ref.mean_rad[i] * (1 + kRel) + kRel * std::fabs(mu);
     r.e_d[j] = r.e_mu + u.ua * (r.d_abs[j] + r.e_mu);
+    if (op_by_op) r.e_d[j] = stored_error(r.d_abs[j], r.e_d[j], u);
   }
   switch (m.stats) {
     case StatsModel::two_pass: r.e_v = variance_error_two_pass(r, c.n, u); break;
     case StatsModel::welford: r.e_v = variance_error_welford(x, c.n, r.e_mu, u); break;
     case StatsModel::one_pass: r.e_v = variance_error_one_pass(x, c.n, std::fabs(mu) * (1 + kRel), r, u); break;
+    case StatsModel::op_by_op: r.e_v = variance_error_op_by_op(r, c.n, u); break;
     case StatsModel::rms: throw std::logic_error("row_error is the LayerNorm model; RMSNorm uses bounds_rms.cpp");
   }
-  r.delta_r = rstd_relative_error(r.v, r.v_low, r.e_v, c.eps, u);
+  r.delta_r = op_by_op ? rstd_relative_error_stored(r.v, r.v_low, r.e_v, c.eps, u) : rstd_relative_error(r.v, r.v_low, r.e_v, c.eps, u);
   r.regime = row_regime(c, i, r, m, u);
+  if (op_by_op && stored_statistics_overflow(r, c.n, c.eps, m, u)) r.regime |= kRegimeOverflow;
   return r;
 }
 

@@ -43,7 +43,7 @@ double squares_bound(const LayerNormCase& c, int64_t row, const RowError& r, con
   const double mu_hat = s1 * growth(nn + 1, u.ua) / nn;
   double s = 0;
   for (int64_t j = 0; j < c.n; ++j) {
-    const double d_hat = m.stats == StatsModel::two_pass ? std::min(r.d_abs[j] + r.e_d[j], (std::fabs(x[j]) + mu_hat) * (1 + u.ua))
+    const double d_hat = m.stats == StatsModel::two_pass || m.stats == StatsModel::op_by_op ? std::min(r.d_abs[j] + r.e_d[j], (std::fabs(x[j]) + mu_hat) * (1 + u.ua))
                                                          : std::fabs(x[j]);
     s += d_hat * d_hat;
   }

@@ -31,6 +31,7 @@ struct FlagExpectation {
   std::string_view storage;    ///< "*" for any dtype
   std::string_view generator;  ///< "*" for any generator
   std::string_view why;
+  std::string_view op = "*";   ///< "*" for any op, else the op whose records show the defect (op_name)
 };
 
 /// Tolerance of a Linear o RMSNorm block variant: the bound (docs/bounds.md section 11) that

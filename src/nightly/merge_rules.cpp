@@ -102,8 +102,9 @@ std::vector<DType> dtypes_of(const json& config) {
 }
 
 std::vector<FlagCheck> recompute_flags(const json& records, const std::vector<DType>& dtypes) {
-  std::vector<std::string> generators;  // FlagView holds views: keep the strings alive
+  std::vector<std::string> generators, ops;  // FlagView holds views: keep the strings alive
   generators.reserve(records.size());
+  ops.reserve(records.size());
   std::vector<FlagView> views;
   for (const json& r : records) {
     const std::string prop = r.value("property", "");
@@ -111,7 +112,9 @@ std::vector<FlagCheck> recompute_flags(const json& records, const std::vector<DT
     const auto dt = parse_dtype(r.value("storage", ""));
     if (!dt) refuse("a record has an unknown storage dtype");
     if (!r.contains("variant") || !r.at("variant").is_string()) refuse("a record has no variant");
-    views.push_back({r.at("variant").get_ref<const std::string&>(), *dt, generators.back(), cases_of(r), r.value("failed_cases", int64_t{0}) > 0});
+    ops.push_back(r.value("op", std::string("linear_rmsnorm")));  // block records name no op
+    views.push_back({r.at("variant").get_ref<const std::string&>(), *dt, generators.back(), cases_of(r),
+                     r.value("failed_cases", int64_t{0}) > 0, ops.back()});
   }
   return evaluate_flags(dtypes, views);
 }

@@ -225,6 +225,7 @@ nlohmann::json flag_checks_json(const std::vector<FlagCheck>& checks) {
     flags.push_back({{"variant", std::string(f.expectation.variant)},
                      {"storage", f.storage},
                      {"generator", std::string(f.expectation.generator)},
+                     {"op", std::string(f.expectation.op)},
                      {"why", std::string(f.expectation.why)},
                      {"failing_records", f.failing_records},
                      {"caught", f.caught()}});

@@ -83,8 +83,9 @@ void print_summary(const RunResult& r) {
     std::printf("elements with no verdict (exact value overflows the dtype, or oracle uncertified): %lld\n",
                 static_cast<long long>(unjudged));
   for (const FlagCheck& f : r.flag_checks)
-    std::printf("weak-kernel check: %-24s %-5s on %-14s %s\n", std::string(f.expectation.variant).c_str(),
+    std::printf("weak-kernel check: %-24s %-5s on %-14s%s %s\n", std::string(f.expectation.variant).c_str(),
                 f.storage.c_str(), std::string(f.expectation.generator).c_str(),
+                f.expectation.op == "*" ? "" : (" in " + std::string(f.expectation.op)).c_str(),
                 f.caught() ? "caught" : "NOT CAUGHT (harness failure)");
 }
 

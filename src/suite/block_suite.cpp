@@ -227,7 +227,7 @@ BlockSuiteResult run_block_suite(const BlockSuiteConfig& cfg) {
     }
   result.interrupted = result.cases_done < result.cases_planned;
   std::vector<FlagView> views;
-  for (const BlockRecord& r : result.records) views.push_back({r.variant, r.storage, r.generator, r.cases, r.failed()});
+  for (const BlockRecord& r : result.records) views.push_back({r.variant, r.storage, r.generator, r.cases, r.failed(), "linear_rmsnorm"});
   result.flag_checks = evaluate_flags(cfg.dtypes, views);
   return result;
 }

@@ -179,6 +179,7 @@ std::vector<FlagCheck> evaluate_flags(const std::vector<DType>& dtypes, const st
       for (const FlagView& r : records) {
         if (r.variant != f.variant || r.storage != dt || r.cases == 0) continue;
         if (f.generator != "*" && r.generator != f.generator) continue;
+        if (f.op != "*" && r.op != f.op) continue;
         fc.applicable = true;
         if (r.failed) ++fc.failing_records;
       }
@@ -254,7 +255,7 @@ std::vector<FlagCheck> flag_checks_of(const RunConfig& cfg, const std::vector<Re
   std::vector<FlagView> views;
   for (const Record& r : records)
     views.push_back({r.key.variant, r.key.storage, std::string_view(r.key.property).substr(r.key.property.find('/') + 1),
-                     r.cases, r.failed()});
+                     r.cases, r.failed(), op_name(r.key.op)});
   return evaluate_flags(cfg.dtypes, views);
 }
 

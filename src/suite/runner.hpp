@@ -145,6 +145,7 @@ struct FlagView {
   std::string_view generator;
   int64_t cases;
   bool failed;
+  std::string_view op;  ///< op_name of the record's op ("linear_rmsnorm" for block records)
 };
 
 /// Checks every flag expectation (tolerance table) that applies to the records of `dtypes`.
