@@ -80,7 +80,8 @@ bool stored_statistics_overflow(const RowError& r, int64_t n, double eps, const 
   const double max_s = dtype_info(m.storage).max_finite, grow = (1 + u.ua) * (1 + u.us) * kEvaluationSlack;
   for (int64_t j = 0; j < n; ++j)
     if (!((r.d_abs[j] + r.e_d[j]) * (r.d_abs[j] + r.e_d[j]) * grow < max_s)) return true;
-  return !((r.v + r.e_v + eps) * grow < max_s) || !(r.rstd * (1 + r.delta_r) < max_s);
+  // A void delta_r is the statistics left unresolved (row_regime's cancellation), not an overflow.
+  return !((r.v + r.e_v + eps) * grow < max_s) || (std::isfinite(r.delta_r) && !(r.rstd * (1 + r.delta_r) < max_s));
 }
 
 /// Op by op (section 4.5): d_hat = st(fl(x - mu_hat)) and the squares st(fl(d_hat^2)) round twice,
