@@ -32,7 +32,19 @@ struct FlagExpectation {
   std::string_view generator;  ///< "*" for any generator
   std::string_view why;
   std::string_view op = "*";   ///< "*" for any op, else the op whose records show the defect (op_name)
+  /// With generator "*": generators (space-separated) where the defect shows on fewer than 60 % (block bf16:
+  /// 50 %) of the nightly suite's cases; they and the mixed corpus are no witnesses (docs/bounds.md 4.4).
+  std::string_view blind = "";
+  /// The per-case catch rate over the witness generators, measured on the nightly suite, rounded down.
+  double catch_rate = 0.5;
 };
+
+/// A sound harness misses a flag expectation on all its witness cases with at most this probability once
+/// it has required_witness_cases of them; fewer make a miss "not required" rather than a harness failure.
+inline constexpr double kFlagMissProbability = 1e-6;
+
+/// ceil(log(1e-6) / log(1 - catch_rate)), catch_rate capped at 0.95: 5 to 20 cases.
+int64_t required_witness_cases(const FlagExpectation& f);
 
 /// Tolerance of a Linear o RMSNorm block variant: the bound (docs/bounds.md section 11) that
 /// gives its verdict. Sound variants are judged by their own bound; a defect by the bound of the

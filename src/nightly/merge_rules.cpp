@@ -120,7 +120,7 @@ std::vector<FlagCheck> recompute_flags(const json& records, const std::vector<DT
 }
 
 bool all_caught(const std::vector<FlagCheck>& flags) {
-  return std::all_of(flags.begin(), flags.end(), [](const FlagCheck& f) { return f.caught(); });
+  return std::all_of(flags.begin(), flags.end(), [](const FlagCheck& f) { return f.met(); });
 }
 
 int64_t sum_of(const std::vector<const json*>& parts, const char* key) {

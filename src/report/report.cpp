@@ -228,7 +228,10 @@ nlohmann::json flag_checks_json(const std::vector<FlagCheck>& checks) {
                      {"op", std::string(f.expectation.op)},
                      {"why", std::string(f.expectation.why)},
                      {"failing_records", f.failing_records},
-                     {"caught", f.caught()}});
+                     {"caught", f.caught()},
+                     {"witness_cases", f.witness_cases},
+                     {"required_witness_cases", required_witness_cases(f.expectation)},
+                     {"required", f.required()}});
   return flags;
 }
 

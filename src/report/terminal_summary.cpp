@@ -27,6 +27,15 @@ std::string verdict_of(const Row& r) {
   return r.weak ? "FLAGGED (expected)" : (r.must_pass ? "FAIL" + why : "fail (report-only)" + why);
 }
 
+/// "caught", "NOT CAUGHT (harness failure)", or, with too few witness cases to require it, "not caught,
+/// not required (N witness cases < M)".
+std::string flag_outcome(const FlagCheck& f) {
+  if (f.caught()) return "caught";
+  if (!f.required())
+    return fmt::format("not caught, not required ({} witness cases < {})", f.witness_cases, required_witness_cases(f.expectation));
+  return "NOT CAUGHT (harness failure)";
+}
+
 }  // namespace
 
 void print_summary(const RunResult& r) {
@@ -85,8 +94,7 @@ void print_summary(const RunResult& r) {
   for (const FlagCheck& f : r.flag_checks)
     std::printf("weak-kernel check: %-24s %-5s on %-14s%s %s\n", std::string(f.expectation.variant).c_str(),
                 f.storage.c_str(), std::string(f.expectation.generator).c_str(),
-                f.expectation.op == "*" ? "" : (" in " + std::string(f.expectation.op)).c_str(),
-                f.caught() ? "caught" : "NOT CAUGHT (harness failure)");
+                f.expectation.op == "*" ? "" : (" in " + std::string(f.expectation.op)).c_str(), flag_outcome(f).c_str());
 }
 
 void print_block_summary(const BlockSuiteResult& r) {
@@ -106,8 +114,7 @@ void print_block_summary(const BlockSuiteResult& r) {
   std::printf("block records failing a must-pass bound: %lld\n", static_cast<long long>(failed));
   for (const FlagCheck& f : r.flag_checks)
     std::printf("planted-defect check: %-28s %-5s on %-8s %s\n", std::string(f.expectation.variant).c_str(),
-                f.storage.c_str(), std::string(f.expectation.generator).c_str(),
-                f.caught() ? "caught" : "NOT CAUGHT (harness failure)");
+                f.storage.c_str(), std::string(f.expectation.generator).c_str(), flag_outcome(f).c_str());
 }
 
 void print_contraction_summary(const ContractionSuiteResult& r) {

@@ -254,7 +254,7 @@ bool block_records_passed(const BlockSuiteResult& r) {
 
 bool block_suite_passed(const BlockSuiteResult& r) {
   for (const FlagCheck& f : r.flag_checks)
-    if (!f.caught()) return false;
+    if (!f.met()) return false;
   return block_records_passed(r) && !r.interrupted;
 }
 

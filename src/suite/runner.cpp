@@ -169,6 +169,19 @@ uint64_t case_seed(uint64_t run_seed, DType dt, size_t generator_index, int64_t 
   return derive_seed(run_seed, static_cast<uint64_t>(dt), generator_index, static_cast<uint64_t>(case_index));
 }
 
+namespace {
+
+/// Whether `generator` is a witness of expectation f: the one it names, or with "*" any but the corpus
+/// and its blind generators.
+bool witnesses(const FlagExpectation& f, std::string_view generator) {
+  if (f.generator != "*") return generator == f.generator;
+  if (generator == "corpus") return false;
+  const std::string blind = " " + std::string(f.blind) + " ";
+  return blind.find(" " + std::string(generator) + " ") == std::string::npos;
+}
+
+}  // namespace
+
 std::vector<FlagCheck> evaluate_flags(const std::vector<DType>& dtypes, const std::vector<FlagView>& records) {
   std::vector<FlagCheck> checks;
   for (const FlagExpectation& f : flag_expectations())
@@ -176,12 +189,19 @@ std::vector<FlagCheck> evaluate_flags(const std::vector<DType>& dtypes, const st
       const std::string dname(dtype_info(dt).name);
       if (f.storage != "*" && f.storage != dname) continue;
       FlagCheck fc{f, dname, 0, false};
+      std::map<std::string_view, std::map<std::string_view, int64_t>> witness;  // op -> generator -> cases
       for (const FlagView& r : records) {
         if (r.variant != f.variant || r.storage != dt || r.cases == 0) continue;
         if (f.generator != "*" && r.generator != f.generator) continue;
         if (f.op != "*" && r.op != f.op) continue;
         fc.applicable = true;
         if (r.failed) ++fc.failing_records;
+        if (witnesses(f, r.generator)) witness[r.op][r.generator] = std::max(witness[r.op][r.generator], r.cases);
+      }
+      for (const auto& [op, by_generator] : witness) {
+        int64_t n = 0;
+        for (const auto& [g, cases] : by_generator) n += cases;
+        fc.witness_cases = std::max(fc.witness_cases, n);
       }
       if (fc.applicable) checks.push_back(fc);
     }
@@ -272,7 +292,7 @@ bool records_passed(const RunResult& r) {
 
 bool run_passed(const RunResult& r) {
   for (const FlagCheck& f : r.flag_checks)
-    if (!f.caught()) return false;
+    if (!f.met()) return false;
   return records_passed(r) && !r.interrupted;
 }
 

@@ -103,7 +103,12 @@ struct FlagCheck {
   std::string storage;
   int64_t failing_records = 0;
   bool applicable = false;  ///< the run contained matching records
+  int64_t witness_cases = 0;  ///< cases judged on the expectation's witness generators (max over its ops)
   bool caught() const { return failing_records > 0; }
+  /// Enough witness cases that a miss is the harness's failure, not chance or a blind selection.
+  bool required() const { return witness_cases >= required_witness_cases(expectation); }
+  /// What the verdict needs: caught, or too few witness cases to require it.
+  bool met() const { return caught() || !required(); }
 };
 
 /// One judged output of one kernel on one case: record `record` (plan order) and its judgement.
