@@ -137,3 +137,30 @@ TEST(OpByOp, TheDocsCommandRunsAsPrinted) {
   EXPECT_EQ(2 * static_cast<size_t>(op_by_op), report.at("records").size());  // the same records as two_pass
   EXPECT_GT(flagged, 0);
 }
+
+TEST(OpByOp, TheF32SumOfBf16RoundedSquaresOverflowingIsAPremiseNotAViolation) {
+  // Found in review: in bf16 each stored square st(d^2) is rounded up by as much as 2^-8, so the f32 sum of
+  // two squares just below 2^127 reaches 2^128 = inf where the exact sum of squares does not: v = inf,
+  // r = 0, y = beta. The own bound must see the overflow (void, docs/bounds.md 4.5 "Premises"), never
+  // claim a finite bound the kernel's Inf statistics then violate.
+  LayerNormCase c;
+  c.dtype = DType::bf16;
+  c.rows = 1;
+  c.n = 4096;
+  c.x.assign(4096, std::ldexp(19.0, 51));
+  c.x[0] = c.x[1] = -std::ldexp(180.0, 56);
+  c.gamma.assign(4096, 1.0);
+  c.beta.assign(4096, 0.0);
+  c.dy.assign(4096, 1.0);
+  c.generator = "review";
+  ASSERT_FALSE(validate_case(c, true).has_value()) << *validate_case(c, true);
+  const oracle::CertifiedLayerNorm ref = certified_reference(Op::layernorm_forward, c, true);
+  const KernelEntry& forward = *find_kernel(Op::layernorm_forward, "op_by_op", DType::bf16);
+  const KernelOutputs out = forward.run(c);
+  EXPECT_EQ(out.y.at(0), 0.0) << "the kernel's f32 sum of stored squares no longer overflows: the case lost its point";
+  for (const KernelEntry* k : {&forward, find_kernel(Op::layernorm_backward, "op_by_op", DType::bf16)})
+    for (const OutputJudgement& j : judge_case(*k, c, ref)) {
+      EXPECT_FALSE(j.own_failed) << op_name(k->op) << " " << j.output << ": own bound ratio " << j.own.max_rigor_ratio();
+      if (j.output != "dbeta") EXPECT_GT(j.own.void_bounds(), 0) << op_name(k->op) << " " << j.output;  // dbeta: sums of dy only
+    }
+}

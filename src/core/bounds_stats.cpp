@@ -78,8 +78,13 @@ double variance_error_welford(const double* x, int64_t n, double e_mu, const Uni
 /// dtype's largest finite value (section 4.5; the accumulator's range is row_regime's).
 bool stored_statistics_overflow(const RowError& r, int64_t n, double eps, const BoundModel& m, const Units& u) {
   const double max_s = dtype_info(m.storage).max_finite, grow = (1 + u.ua) * (1 + u.us) * kEvaluationSlack;
-  for (int64_t j = 0; j < n; ++j)
-    if (!((r.d_abs[j] + r.e_d[j]) * (r.d_abs[j] + r.e_d[j]) * grow < max_s)) return true;
+  double squares = 0;  // the Accum sum of the stored squares, each rounded up by its store (bf16: 2^-8)
+  for (int64_t j = 0; j < n; ++j) {
+    const double square = (r.d_abs[j] + r.e_d[j]) * (r.d_abs[j] + r.e_d[j]) * grow + u.eta_a + u.eta_s;
+    if (!(square < max_s)) return true;
+    squares += square;
+  }
+  if (!(squares * growth(static_cast<double>(n + 1), u.ua) < u.max_a)) return true;
   // A void delta_r is the statistics left unresolved (row_regime's cancellation), not an overflow.
   return !((r.v + r.e_v + eps) * grow < max_s) || (std::isfinite(r.delta_r) && !(r.rstd * (1 + r.delta_r) < max_s));
 }
