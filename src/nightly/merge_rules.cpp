@@ -134,12 +134,17 @@ bool all_true(const std::vector<const json*>& parts, const char* key) {
 }
 
 json merge_suite_section(const std::vector<const json*>& parts, const std::vector<ShardReport>& shards, const std::string& out_path,
-                         bool has_flags) {
+                         bool has_flags, ComparisonFromRecords comparison) {
   json m = *parts.front();
   std::vector<const json*> records;
   for (const json* s : parts) records.push_back(&s->at("records"));
   m["records"] = pick_records(records, shards, out_path);
-  m["comparison"] = pick_dtype_rows(parts, "comparison", "dtype");
+  if (comparison) {
+    m["comparison"] = comparison(m["records"]);
+    for (json& r : m["records"]) r.erase("acc_bytes");
+  } else {
+    m["comparison"] = pick_dtype_rows(parts, "comparison", "dtype");
+  }
   m["cases_planned"] = sum_of(parts, "cases_planned");
   m["cases_done"] = sum_of(parts, "cases_done");
   const bool complete = m["cases_planned"] == m["cases_done"];

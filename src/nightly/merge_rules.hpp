@@ -35,10 +35,16 @@ std::vector<DType> dtypes_of(const nlohmann::json& config);
 int64_t sum_of(const std::vector<const nlohmann::json*>& parts, const char* key);
 bool all_true(const std::vector<const nlohmann::json*>& parts, const char* key);
 
-/// A dtype-sliced suite section (rms_block, qr_contraction): records, comparison rows and counts;
-/// with `has_flags` its flag checks are recomputed and its verdict includes them.
+/// Rebuilds a section's per-dtype comparison rows from its merged records (which carry acc_bytes).
+using ComparisonFromRecords = nlohmann::json (*)(const nlohmann::json& records);
+
+/// A suite section with records and per-dtype comparison rows (rms_block, qr_contraction): records
+/// picked from the shard that ran them, counts summed; the comparison rows taken from the dtype's shard
+/// (units of whole dtypes) or, with `comparison`, folded again from the records' acc_bytes (units
+/// smaller than a dtype), which are then dropped. With `has_flags` its flag checks are recomputed and its
+/// verdict includes them.
 nlohmann::json merge_suite_section(const std::vector<const nlohmann::json*>& parts, const std::vector<ShardReport>& shards,
-                                   const std::string& out_path, bool has_flags);
+                                   const std::string& out_path, bool has_flags, ComparisonFromRecords comparison = nullptr);
 
 /// Records created as cases arrive (grouped_norm, port_hamiltonian): concatenated in dtype order,
 /// replay commands repointed at `out_path`.

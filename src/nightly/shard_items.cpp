@@ -89,6 +89,13 @@ CasePartial partial_from(const json& p) {
 
 }  // namespace
 
+std::string accumulator_bytes(const ErrorAccumulator& acc) { return bytes_of(acc); }
+
+ErrorAccumulator accumulator_from_bytes(const json& j) {
+  if (!j.is_string()) throw std::invalid_argument("acc_bytes: not a string");
+  return from_bytes<ErrorAccumulator>(j);
+}
+
 json shard_items_json(const std::vector<std::pair<int64_t, CaseResult>>& items) {
   json out = json::array();
   for (const auto& [index, item] : items) {

@@ -13,6 +13,11 @@
 
 namespace normcheck::nightly {
 
+/// An accumulator as its bytes (base64), and back: what a record that spans shards carries so that
+/// `merge` can fold it exactly (throws std::invalid_argument on another size: another build).
+std::string accumulator_bytes(const ErrorAccumulator& acc);
+ErrorAccumulator accumulator_from_bytes(const nlohmann::json& j);
+
 nlohmann::json shard_items_json(const std::vector<std::pair<int64_t, CaseResult>>& items);
 
 /// Throws std::invalid_argument (one line) on a malformed entry.

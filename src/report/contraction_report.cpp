@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "nightly/shard_items.hpp"
 #include "report/case_json.hpp"
 #include "report/record_header.hpp"
 #include "report/report.hpp"
@@ -39,7 +40,18 @@ nlohmann::json record_json(const ContractionSuiteConfig& cfg, const ContractionR
                         {"required_max_err_ulps", kRequiredUlpFraction}}},
                       {"worst_case", worst}});
   j.update(accumulator_json(r.acc));
+  if (cfg.shard.sharded()) j["acc_bytes"] = nightly::accumulator_bytes(r.acc);  // merge folds the per-dtype rows from it
   return j;
+}
+
+nlohmann::json comparison_json(const std::vector<ContractionComparisonRow>& rows) {
+  nlohmann::json comparison = nlohmann::json::array();
+  for (const ContractionComparisonRow& row : rows) {
+    nlohmann::json j = {{"dtype", std::string(dtype_info(row.dtype).name)}, {"form", row.form}, {"output", row.output}};
+    j.update(accumulator_json(row.acc));
+    comparison.push_back(j);
+  }
+  return comparison;
 }
 
 }  // namespace
@@ -58,16 +70,30 @@ std::vector<ContractionComparisonRow> contraction_comparison(const ContractionSu
 
 nlohmann::json contraction_suite_json(const ContractionSuiteConfig& cfg, const ContractionSuiteResult& r,
                                       const std::string& report_path) {
-  nlohmann::json records = nlohmann::json::array(), comparison = nlohmann::json::array();
+  nlohmann::json records = nlohmann::json::array();
   for (size_t i = 0; i < r.records.size(); ++i) records.push_back(record_json(cfg, r.records[i], i, report_path));
-  for (const ContractionComparisonRow& row : contraction_comparison(r)) {
-    nlohmann::json j = {{"dtype", std::string(dtype_info(row.dtype).name)}, {"form", row.form}, {"output", row.output}};
-    j.update(accumulator_json(row.acc));
-    comparison.push_back(j);
-  }
+  nlohmann::json comparison = comparison_json(contraction_comparison(r));
   return suite_section_json({cfg.dtypes, cfg.generators, cfg.cases_per_generator, cfg.seed, contraction_suite_passed(r, cfg.external && cfg.external->report_only),
                              r.cases_planned, r.cases_done},
                             std::move(records), std::move(comparison));
+}
+
+nlohmann::json contraction_comparison_from_records(const nlohmann::json& records) {
+  ContractionSuiteResult r;
+  for (const nlohmann::json& rec : records) {
+    const auto dt = parse_dtype(rec.at("storage").get<std::string>());
+    if (!dt) throw std::invalid_argument("a qr_contraction record has an unknown storage dtype");
+    ContractionRecord c;
+    c.storage = *dt;
+    c.form = rec.at("form").get<std::string>();
+    c.output = rec.at("output").get<std::string>();
+    if (rec.value("cases", int64_t{0}) > 0) {
+      if (!rec.contains("acc_bytes")) throw std::invalid_argument("a qr_contraction shard record has no acc_bytes (not a shard report?)");
+      c.acc = nightly::accumulator_from_bytes(rec.at("acc_bytes"));
+    }
+    r.records.push_back(std::move(c));
+  }
+  return comparison_json(contraction_comparison(r));
 }
 
 }  // namespace normcheck

@@ -22,4 +22,8 @@ struct ContractionComparisonRow {
 };
 std::vector<ContractionComparisonRow> contraction_comparison(const ContractionSuiteResult& r);
 
+/// The per-dtype comparison rows of merged shard records (each carrying acc_bytes), folded in record
+/// order as the unsharded run folds them: the same JSON bit for bit. Throws std::invalid_argument.
+nlohmann::json contraction_comparison_from_records(const nlohmann::json& records);
+
 }  // namespace normcheck

@@ -31,7 +31,8 @@ constexpr std::string_view kKey = "qr_contraction";
 class ContractionRun final : public SectionRun {
  public:
   explicit ContractionRun(ContractionSuiteConfig cfg) : cfg_(std::move(cfg)) {}
-  int64_t shard_units() const override { return static_cast<int64_t>(cfg_.dtypes.size()); }
+  /// A unit is a (dtype, seed category): merge folds the per-dtype comparison rows again (acc_bytes).
+  int64_t shard_units() const override { return static_cast<int64_t>(cfg_.dtypes.size() * cfg_.generators.size()); }
   void set_shard(const ShardSpec& shard) override { cfg_.shard = shard; }
   double seconds_per_case() const override { return 3.5e-3; }  // measured on the default suite (docs/nightly.md)
   int64_t planned_cases() const override { return normcheck::planned_cases(cfg_); }
@@ -110,7 +111,7 @@ class ContractionSection final : public Section {
   bool merge(const std::vector<nightly::ShardReport>& shards, const std::string& out_path, json& m) const override {
     const std::vector<const json*> parts = nightly::section_parts(shards, std::string(kKey));
     nightly::require_every_shard(parts, shards, std::string(kKey));
-    m[std::string(kKey)] = nightly::merge_suite_section(parts, shards, out_path, false);
+    m[std::string(kKey)] = nightly::merge_suite_section(parts, shards, out_path, false, contraction_comparison_from_records);
     return m[std::string(kKey)].value("passed", false);
   }
 

@@ -17,8 +17,9 @@
 namespace normcheck {
 namespace {
 
+/// Shard units of (dtype, seed category): the items of one generator of one dtype.
 DtypeSlice dtype_slice(const ContractionSuiteConfig& cfg) {
-  return {cfg.shard, cfg.dtypes.size(), cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator)};
+  return {cfg.shard, cfg.dtypes.size() * cfg.generators.size(), static_cast<size_t>(cfg.cases_per_generator)};
 }
 
 WorkItem item_at(const ContractionSuiteConfig& cfg, size_t i) {

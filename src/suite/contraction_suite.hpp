@@ -29,7 +29,7 @@ struct ContractionSuiteConfig {
   uint64_t seed = 20261130;
   int threads = 1;
   std::string journal_path;  ///< failing cases appended as JSON lines (empty: none)
-  ShardSpec shard;  ///< the slice of the dtypes this run does (one unit per dtype)
+  ShardSpec shard;  ///< the slice this run does (one unit per dtype and seed category)
   std::optional<ContractionExternalKernel> external;  ///< judged instead of the built-in contracted kernel
 };
 
