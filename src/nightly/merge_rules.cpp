@@ -141,7 +141,8 @@ json merge_suite_section(const std::vector<const json*>& parts, const std::vecto
   m["records"] = pick_records(records, shards, out_path);
   if (comparison) {
     m["comparison"] = comparison(m["records"]);
-    for (json& r : m["records"]) r.erase("acc_bytes");
+    for (json& r : m["records"])  // what only shard reports carry, for this fold
+      for (const char* key : {"acc_bytes", "worst_cancellation"}) r.erase(key);
   } else {
     m["comparison"] = pick_dtype_rows(parts, "comparison", "dtype");
   }

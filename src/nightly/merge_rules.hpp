@@ -38,11 +38,12 @@ bool all_true(const std::vector<const nlohmann::json*>& parts, const char* key);
 /// Rebuilds a section's per-dtype comparison rows from its merged records (which carry acc_bytes).
 using ComparisonFromRecords = nlohmann::json (*)(const nlohmann::json& records);
 
-/// A suite section with records and per-dtype comparison rows (rms_block, qr_contraction): records
-/// picked from the shard that ran them, counts summed; the comparison rows taken from the dtype's shard
-/// (units of whole dtypes) or, with `comparison`, folded again from the records' acc_bytes (units
-/// smaller than a dtype), which are then dropped. With `has_flags` its flag checks are recomputed and its
-/// verdict includes them.
+/// A suite section with records and per-dtype comparison rows (rms_block, qr_contraction, the JVPs):
+/// records picked from the shard that ran them, counts summed; the comparison rows taken from the
+/// dtype's shard (units of whole dtypes: the JVPs) or, with `comparison`, folded again from the
+/// records' acc_bytes (units of one generator of one dtype: the block, whose worst cancellation comes
+/// from worst_cancellation, and the QR contraction), which are then dropped. With `has_flags` its flag
+/// checks are recomputed and its verdict includes them.
 nlohmann::json merge_suite_section(const std::vector<const nlohmann::json*>& parts, const std::vector<ShardReport>& shards,
                                    const std::string& out_path, bool has_flags, ComparisonFromRecords comparison = nullptr);
 

@@ -6,6 +6,7 @@
 
 #include "core/bounds.hpp"
 #include "properties/block_generators.hpp"
+#include "nightly/shard_items.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
 
@@ -23,7 +24,7 @@ nlohmann::json block_worst_json(const BlockRecord& r, size_t index, const std::s
   return j;
 }
 
-nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::string& report_path) {
+nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::string& report_path, bool sharded) {
   RecordHeader h{"linear_rmsnorm", r.storage, r.accum, r.output, r.bound_id, r.expectation,
                  record_verdict(r.kernel_failures, verdict_name(r.cases, r.acc, r.failed(), r.known_weak)), r.cases, r.failed_cases,
                  r.uncertified_cases, std::nullopt};
@@ -46,15 +47,16 @@ nlohmann::json block_record_json(const BlockRecord& r, size_t index, const std::
                       {"worst_case", block_worst_json(r, index, report_path)}});
   j.update(accumulator_json(r.acc));
   j["points"] = case_points_json(r.points);
+  if (sharded) {  // what merge folds the per-dtype comparison rows from, exactly
+    j["acc_bytes"] = nightly::accumulator_bytes(r.acc);
+    j["worst_cancellation"] = hexfloat(r.worst.cancellation);
+  }
   return j;
 }
 
-}  // namespace
-
-nlohmann::json block_suite_json(const BlockSuiteConfig& cfg, const BlockSuiteResult& r, const std::string& report_path) {
-  nlohmann::json records = nlohmann::json::array(), comparison = nlohmann::json::array();
-  for (size_t i = 0; i < r.records.size(); ++i) records.push_back(block_record_json(r.records[i], i, report_path));
-  for (const BlockComparisonRow& row : block_comparison(r)) {
+nlohmann::json comparison_json(const std::vector<BlockComparisonRow>& rows) {
+  nlohmann::json comparison = nlohmann::json::array();
+  for (const BlockComparisonRow& row : rows) {
     nlohmann::json j = {{"dtype", std::string(dtype_info(row.dtype).name)},
                         {"variant", row.variant},
                         {"output", row.output},
@@ -62,6 +64,35 @@ nlohmann::json block_suite_json(const BlockSuiteConfig& cfg, const BlockSuiteRes
     j.update(accumulator_json(row.acc));
     comparison.push_back(j);
   }
+  return comparison;
+}
+
+}  // namespace
+
+nlohmann::json block_comparison_from_records(const nlohmann::json& records) {
+  BlockSuiteResult r;
+  for (const nlohmann::json& rec : records) {
+    const auto dt = parse_dtype(rec.at("storage").get<std::string>());
+    if (!dt) throw std::invalid_argument("a rms_block record has an unknown storage dtype");
+    BlockRecord b;
+    b.storage = *dt;
+    b.variant = rec.at("variant").get<std::string>();
+    b.output = rec.at("output").get<std::string>();
+    if (rec.value("cases", int64_t{0}) > 0) {
+      if (!rec.contains("acc_bytes") || !rec.contains("worst_cancellation"))
+        throw std::invalid_argument("a rms_block shard record has no acc_bytes (not a shard report?)");
+      b.acc = nightly::accumulator_from_bytes(rec.at("acc_bytes"));
+      b.worst.cancellation = parse_hexfloat(rec.at("worst_cancellation").get<std::string>());
+    }
+    r.records.push_back(std::move(b));
+  }
+  return comparison_json(block_comparison(r));
+}
+
+nlohmann::json block_suite_json(const BlockSuiteConfig& cfg, const BlockSuiteResult& r, const std::string& report_path) {
+  nlohmann::json records = nlohmann::json::array();
+  for (size_t i = 0; i < r.records.size(); ++i) records.push_back(block_record_json(r.records[i], i, report_path, cfg.shard.sharded()));
+  nlohmann::json comparison = comparison_json(block_comparison(r));
   nlohmann::json j = suite_section_json({cfg.dtypes, cfg.generators, cfg.cases_per_generator, cfg.seed,
                                          block_suite_passed(r), r.cases_planned, r.cases_done},
                                         std::move(records), std::move(comparison));

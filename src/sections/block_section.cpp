@@ -38,7 +38,8 @@ bool is_block_variant(const std::string& v) {
 class BlockRun final : public SectionRun {
  public:
   explicit BlockRun(BlockSuiteConfig cfg) : cfg_(std::move(cfg)) {}
-  int64_t shard_units() const override { return static_cast<int64_t>(cfg_.dtypes.size()); }
+  /// A unit is a (dtype, block generator): merge folds the per-dtype comparison rows again (acc_bytes).
+  int64_t shard_units() const override { return static_cast<int64_t>(cfg_.dtypes.size() * cfg_.generators.size()); }
   void set_shard(const ShardSpec& shard) override { cfg_.shard = shard; }
   double seconds_per_case() const override { return 8e-3; }  // measured on the default suite (docs/nightly.md)
   int64_t planned_cases() const override { return normcheck::planned_cases(cfg_); }
@@ -148,7 +149,7 @@ class BlockSection final : public Section {
   bool merge(const std::vector<nightly::ShardReport>& shards, const std::string& out_path, json& m) const override {
     const std::vector<const json*> parts = nightly::section_parts(shards, "rms_block");
     nightly::require_every_shard(parts, shards, "rms_block");
-    m["rms_block"] = nightly::merge_suite_section(parts, shards, out_path, true);
+    m["rms_block"] = nightly::merge_suite_section(parts, shards, out_path, true, block_comparison_from_records);
     return m["rms_block"].value("passed", false);
   }
 

@@ -44,8 +44,9 @@ std::vector<const BlockKernelEntry*> selected_block_kernels(const BlockSuiteConf
 
 bool is_external(const BlockKernelEntry& k) { return k.kernel != "builtin"; }
 
+/// Shard units of (dtype, block generator): the items of one generator of one dtype.
 DtypeSlice dtype_slice(const BlockSuiteConfig& cfg) {
-  return {cfg.shard, cfg.dtypes.size(), cfg.generators.size() * static_cast<size_t>(cfg.cases_per_generator)};
+  return {cfg.shard, cfg.dtypes.size() * cfg.generators.size(), static_cast<size_t>(cfg.cases_per_generator)};
 }
 
 WorkItem item_at(const BlockSuiteConfig& cfg, size_t i) {

@@ -22,7 +22,7 @@ struct BlockSuiteConfig {
   uint64_t seed = 20261130;
   int threads = 1;
   std::string journal_path;  ///< failing cases are appended here as JSON lines (empty: none)
-  ShardSpec shard;  ///< the slice of the dtypes this run does (one unit per dtype)
+  ShardSpec shard;  ///< the slice this run does (one unit per dtype and block generator)
   bool builtin = true;                          ///< judge the built-in block kernels
   std::vector<BlockKernelEntry> extra_kernels;  ///< external block kernels (serve mode)
   bool external_report_only = false;            ///< their records are report_only

@@ -73,8 +73,8 @@ int64_t count_owned(size_t total, Owned owned) {
 }
 
 /// The items of a dtype-major section with `per_dtype` items per dtype, sliced by dtype (the unit
-/// of the block, grouped-norm and port-Hamiltonian sections). The QR contraction slices by (dtype,
-/// seed category): `dtypes` counts those pairs and `per_dtype` the cases of one.
+/// of the grouped-norm and port-Hamiltonian sections). The QR contraction and the block slice by
+/// (dtype, generator): `dtypes` counts those pairs and `per_dtype` the cases of one.
 struct DtypeSlice {
   ShardSpec shard;
   size_t dtypes = 0, per_dtype = 0;
