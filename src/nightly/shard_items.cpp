@@ -96,6 +96,16 @@ ErrorAccumulator accumulator_from_bytes(const json& j) {
   return from_bytes<ErrorAccumulator>(j);
 }
 
+ShardRecordAccumulator shard_record_accumulator(const json& record, const std::string& section) {
+  const auto dt = parse_dtype(record.at("storage").get<std::string>());
+  if (!dt) throw std::invalid_argument("a " + section + " record has an unknown storage dtype");
+  ShardRecordAccumulator out{*dt, {}, record.value("cases", int64_t{0}) > 0};
+  if (!out.ran) return out;
+  if (!record.contains("acc_bytes")) throw std::invalid_argument("a " + section + " shard record has no acc_bytes (not a shard report?)");
+  out.acc = accumulator_from_bytes(record.at("acc_bytes"));
+  return out;
+}
+
 json shard_items_json(const std::vector<std::pair<int64_t, CaseResult>>& items) {
   json out = json::array();
   for (const auto& [index, item] : items) {

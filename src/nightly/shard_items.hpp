@@ -4,6 +4,7 @@
 /// bit whatever the number of shards. Accumulators and worst elements travel as their bytes
 /// (base64; the merge checks that every shard comes from the same build), scalars as JSON.
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,15 @@ namespace normcheck::nightly {
 /// `merge` can fold it exactly (throws std::invalid_argument on another size: another build).
 std::string accumulator_bytes(const ErrorAccumulator& acc);
 ErrorAccumulator accumulator_from_bytes(const nlohmann::json& j);
+
+/// A shard record's storage dtype and accumulator (its acc_bytes; empty, `ran` false, when it ran no
+/// case), for the sections whose merge folds per-dtype rows again. Throws std::invalid_argument.
+struct ShardRecordAccumulator {
+  DType storage;
+  ErrorAccumulator acc;
+  bool ran = false;
+};
+ShardRecordAccumulator shard_record_accumulator(const nlohmann::json& record, const std::string& section);
 
 nlohmann::json shard_items_json(const std::vector<std::pair<int64_t, CaseResult>>& items);
 

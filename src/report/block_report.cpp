@@ -72,16 +72,14 @@ nlohmann::json comparison_json(const std::vector<BlockComparisonRow>& rows) {
 nlohmann::json block_comparison_from_records(const nlohmann::json& records) {
   BlockSuiteResult r;
   for (const nlohmann::json& rec : records) {
-    const auto dt = parse_dtype(rec.at("storage").get<std::string>());
-    if (!dt) throw std::invalid_argument("a rms_block record has an unknown storage dtype");
+    const nightly::ShardRecordAccumulator a = nightly::shard_record_accumulator(rec, "rms_block");
     BlockRecord b;
-    b.storage = *dt;
+    b.storage = a.storage;
+    b.acc = a.acc;
     b.variant = rec.at("variant").get<std::string>();
     b.output = rec.at("output").get<std::string>();
-    if (rec.value("cases", int64_t{0}) > 0) {
-      if (!rec.contains("acc_bytes") || !rec.contains("worst_cancellation"))
-        throw std::invalid_argument("a rms_block shard record has no acc_bytes (not a shard report?)");
-      b.acc = nightly::accumulator_from_bytes(rec.at("acc_bytes"));
+    if (a.ran) {
+      if (!rec.contains("worst_cancellation")) throw std::invalid_argument("a rms_block shard record has no worst_cancellation");
       b.worst.cancellation = parse_hexfloat(rec.at("worst_cancellation").get<std::string>());
     }
     r.records.push_back(std::move(b));

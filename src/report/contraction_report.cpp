@@ -81,16 +81,12 @@ nlohmann::json contraction_suite_json(const ContractionSuiteConfig& cfg, const C
 nlohmann::json contraction_comparison_from_records(const nlohmann::json& records) {
   ContractionSuiteResult r;
   for (const nlohmann::json& rec : records) {
-    const auto dt = parse_dtype(rec.at("storage").get<std::string>());
-    if (!dt) throw std::invalid_argument("a qr_contraction record has an unknown storage dtype");
+    const nightly::ShardRecordAccumulator a = nightly::shard_record_accumulator(rec, "qr_contraction");
     ContractionRecord c;
-    c.storage = *dt;
+    c.storage = a.storage;
+    c.acc = a.acc;
     c.form = rec.at("form").get<std::string>();
     c.output = rec.at("output").get<std::string>();
-    if (rec.value("cases", int64_t{0}) > 0) {
-      if (!rec.contains("acc_bytes")) throw std::invalid_argument("a qr_contraction shard record has no acc_bytes (not a shard report?)");
-      c.acc = nightly::accumulator_from_bytes(rec.at("acc_bytes"));
-    }
     r.records.push_back(std::move(c));
   }
   return comparison_json(contraction_comparison(r));
