@@ -6,9 +6,9 @@
 
 namespace {
 
-/// A report without what legitimately differs between runs (times, command line, threads, shard).
+/// A report without what legitimately differs between runs (times, unit seconds, command line, threads, shard).
 nlohmann::json without_run_metadata(nlohmann::json r) {
-  for (const char* k : {"start_time", "end_time", "command_line", "threads", "shard", "merged_from"}) r["run"].erase(k);
+  for (const char* k : {"start_time", "end_time", "command_line", "threads", "shard", "merged_from", "unit_seconds"}) r["run"].erase(k);
   return r;
 }
 

@@ -225,6 +225,131 @@ TEST(Shards, MergeAndDiffRefuseShardsThatAreNotOneRun) {
   EXPECT_NE(d.err.find("merge the shards first"), std::string::npos) << d.err;
 }
 
+TEST(Shards, PortHamiltonianCasesSpreadOverShardsFoldAgainBitForBit) {
+  // The port-Hamiltonian section is cut into one unit per case: records of a dtype span shards, and
+  // merge folds their cases again in case order (accumulators, worst seed, maxima).
+  const fs::path dir = scratch() / "ph_shards", merged = dir / "report.json", single = dir / "single.json";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string opts = "run --quiet --suite default --ops port_hamiltonian --dtypes f16,f32 ";
+  ASSERT_LE(run_cli(opts + "--threads 2 --out " + single.string()).exit_code, 1);
+  std::string shards;
+  std::map<std::string, std::set<int>> shards_of_dtype;
+  for (int i = 0; i < 4; ++i) {
+    const fs::path s = dir / ("s" + std::to_string(i) + ".json");
+    ASSERT_LE(run_cli(opts + "--threads 1 --shard " + std::to_string(i) + "/4 --out " + s.string()).exit_code, 1);
+    const nlohmann::json shard = load(s);  // not a range-for over a temporary's member: that dangles
+    for (const auto& c : shard.at("port_hamiltonian").at("shard_cases")) shards_of_dtype[c.at("storage").get<std::string>()].insert(i);
+    shards += s.string() + " ";
+  }
+  EXPECT_GT(shards_of_dtype["f16"].size() + shards_of_dtype["f32"].size(), 2u);  // some dtype's cases ran on two shards
+  const Outcome m = run_cli("merge " + shards + "--out " + merged.string());
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  const nlohmann::json a = load(single), b = load(merged);
+  EXPECT_EQ(first_difference(a.at("port_hamiltonian"), b.at("port_hamiltonian")), "");
+  EXPECT_FALSE(b.at("port_hamiltonian").contains("shard_cases"));
+  EXPECT_EQ(a.at("port_hamiltonian").at("cases_done"), 6);
+}
+
+TEST(Shards, MeasuredUnitSecondsBalanceTheShardsAndEveryShardMustBalanceAlike) {
+  const fs::path dir = scratch() / "measured_balance", merged = dir / "report.json", single = dir / "single.json";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ASSERT_LE(run_cli(kSmallRun + "--threads 2 --out " + merged.string()).exit_code, 1);
+  fs::rename(merged, single);
+  const nlohmann::json seconds = load(single).at("run").at("unit_seconds");
+  ASSERT_GT(seconds.size(), 100u);
+  for (const auto& s : seconds) ASSERT_TRUE(s.is_number()) << "an unsharded run measures every unit";
+  std::string shards;
+  std::set<std::string> digests;
+  for (int i = 0; i < 3; ++i) {
+    const fs::path s = dir / ("s" + std::to_string(i) + ".json");
+    const Outcome o = run_cli(kSmallRun + "--threads 1 --shard " + std::to_string(i) + "/3 --balance-from " + single.string() + " --out " + s.string());
+    ASSERT_LE(o.exit_code, 1) << o.err;
+    EXPECT_EQ(load(s).at("run").at("shard").at("balanced_by"), "measured");
+    digests.insert(load(s).at("run").at("shard").at("owner_digest").get<std::string>());
+    shards += s.string() + " ";
+  }
+  EXPECT_EQ(digests.size(), 1u);
+  const Outcome m = run_cli("merge " + shards + "--out " + merged.string());
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_EQ(first_difference(without_run_metadata(load(single)), without_run_metadata(load(merged))), "");
+  const nlohmann::json merged_seconds = load(merged).at("run").at("unit_seconds");
+  ASSERT_EQ(merged_seconds.size(), seconds.size());
+  for (const auto& s : merged_seconds) EXPECT_TRUE(s.is_number()) << "every unit ran on exactly one shard";
+  // A shard balanced by the estimates assigns the units differently: merge refuses the mixture.
+  const fs::path estimated = dir / "estimated1.json";
+  ASSERT_LE(run_cli(kSmallRun + "--threads 1 --shard 1/3 --out " + estimated.string()).exit_code, 1);
+  EXPECT_EQ(load(estimated).at("run").at("shard").at("balanced_by"), "estimates");
+  ASSERT_NE(load(estimated).at("run").at("shard").at("owner_digest"), *digests.begin());
+  const Outcome mixed = run_cli("merge " + (dir / "s0.json").string() + " " + estimated.string() + " " + (dir / "s2.json").string() +
+                                " --out " + (dir / "mixed.json").string());
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("assigns the shard units differently"), std::string::npos) << mixed.err;
+  // Bad --balance-from: another selection, no shard, not a report: one error line, exit 2.
+  const fs::path other = dir / "other.json";
+  ASSERT_LE(run_cli("run --quiet --suite quick --dtypes f32 --ops layernorm_forward --out " + other.string()).exit_code, 1);
+  std::ofstream(dir / "garbage.json") << "{ not json";
+  const auto refused = [&](const std::string& args, const char* why) {
+    const Outcome o = run_cli(kSmallRun + args + " --out " + (dir / "x.json").string());
+    EXPECT_EQ(o.exit_code, 2) << args;
+    EXPECT_NE(o.err.find(why), std::string::npos) << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  };
+  refused("--shard 0/3 --balance-from " + other.string(), "this run has");
+  refused("--balance-from " + single.string(), "needs --shard");
+  refused("--shard 0/3 --balance-from " + (dir / "garbage.json").string(), "garbage.json");
+  refused("--shard 0/3 --balance-from " + (dir / "absent.json").string(), "cannot open");
+  EXPECT_FALSE(fs::exists(dir / "x.json"));
+}
+
+TEST(Shards, TheCommittedBaselinesCarryTheUnitSecondsTheirSuitesShardsBalanceBy) {
+  // docs/nightly.md's --balance-from command as printed (from the source folder, its report written
+  // to scratch), and the quick suite's baseline likewise: a baseline remade after the units changed
+  // fails here, as diff against it does.
+  std::ifstream doc(std::string(NORMCHECK_SOURCE_DIR) + "/docs/nightly.md");
+  std::string command;
+  for (std::string line; std::getline(doc, line);)
+    if (line.find("--balance-from reports/baseline/nightly.json") != std::string::npos) command = line.substr(line.find("./build/normcheck"));
+  ASSERT_FALSE(command.empty());
+  const fs::path out = scratch() / "baseline_balanced";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  command.replace(command.find("--out s3.json"), 13, "--quiet --out " + (out / "s3.json").string());
+  command.replace(0, std::string("./build/normcheck").size(), NORMCHECK_BINARY);
+  for (const std::string& c : {command, std::string(NORMCHECK_BINARY) + " run --quiet --suite quick --shard 1/4 --balance-from reports/baseline/quick.json --out " +
+                                            (out / "q1.json").string()}) {
+    const Outcome o = run_shell("cd " + std::string(NORMCHECK_SOURCE_DIR) + " && " + c);
+    EXPECT_LE(o.exit_code, 1) << c << "\n" << o.err;
+  }
+  EXPECT_EQ(load(out / "s3.json").at("run").at("shard").at("balanced_by"), "measured");
+  EXPECT_EQ(load(out / "q1.json").at("run").at("shard").at("balanced_by"), "measured");
+}
+
+TEST(Shards, TheBalanceScriptRunsEveryShardAndReportsTheRatioByEstimatesAndByMeasuredSeconds) {
+  // docs/nightly.md's shard_balance.py command, on the quick suite with 3 shards (times are printed,
+  // not asserted: the ratio is a measurement of this machine).
+  const fs::path dir = scratch() / "balance_script";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string script = "/usr/bin/python3 " + std::string(NORMCHECK_SOURCE_DIR) + "/scripts/shard_balance.py --suite quick --shards 3 --binary " +
+                             std::string(NORMCHECK_BINARY);
+  ASSERT_LE(run_cli("run --quiet --suite quick --threads 2 --out " + (dir / "quick.json").string()).exit_code, 1);
+  for (const std::string& balance : {std::string(), " --balance-from " + (dir / "quick.json").string()}) {
+    const Outcome o = run_shell("cd / && " + script + balance + " --json " + (dir / "b.json").string());
+    ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+    std::printf("%s", o.out.c_str());
+    EXPECT_NE(o.out.find("| 3 | "), std::string::npos) << o.out;
+    const nlohmann::json row = load(dir / "b.json").at("rows").at(0);
+    ASSERT_EQ(row.at("cpu_seconds").size(), 3u);
+    for (const auto& cpu : row.at("cpu_seconds")) EXPECT_GT(cpu.get<double>(), 0.0);  // every shard process was timed
+    EXPECT_GT(row.at("cases_min").get<int64_t>(), 0);
+  }
+  const Outcome bad = run_shell("cd / && " + script + " --balance-from " + (dir / "absent.json").string());
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("cannot open"), std::string::npos) << bad.err;
+}
+
 /// scripts/nightly with an exec-protocol kernel: the same kernel name, once sound, once with the
 /// one-pass variance planted.
 Outcome nightly_with(const fs::path& baseline, const fs::path& outdir, const std::string& kernel_flags) {

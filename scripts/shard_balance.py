@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
 """Shard balance of `normcheck run --shard i/N` (docs/nightly.md, "Even shards"): runs every shard
-of each N one after the other with one thread, times each, and prints the longest/shortest shard
-time ratio and the cases per shard.
+of each N one after the other with one thread, in a shuffled order (so that a slow spell of a
+shared machine does not fall on neighbouring shards), times each (CPU time of the shard process,
+user + system, and wall time), and prints the longest/shortest shard ratio of both, the median
+shard and the cases per shard.
 
-    /usr/bin/python3 scripts/shard_balance.py --suite default --shards 4 16 64 [--json out.json]
+    /usr/bin/python3 scripts/shard_balance.py --suite default --shards 4 16 64 [--balance-from REPORT] [--json out.json]
+
+With --balance-from every shard balances the units by the seconds that report measured (an
+unsharded run of the same suite: `normcheck run --suite default --out REPORT`).
 """
 import argparse
 import json
 import os
 import pathlib
+import random
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,22 +30,29 @@ def main():
     ap.add_argument("--suite", default="default")
     ap.add_argument("--shards", type=int, nargs="+", default=[4, 16, 64])
     ap.add_argument("--binary", default=str(ROOT / "build" / "normcheck"))
+    ap.add_argument("--balance-from", help="a report of the same suite whose run.unit_seconds balance the shards")
     ap.add_argument("--json")
     a = ap.parse_args()
     if not os.access(a.binary, os.X_OK):
         sys.exit(f"shard_balance: no normcheck binary at {a.binary} (build first: bash scripts/build.sh)")
     rows = []
-    print(f"| N | longest / shortest shard (s) | ratio | cases per shard (min-max) |")
-    print("|---|---|---|---|")
+    print("| N | CPU: longest / shortest shard (s) | CPU ratio | median (s) | wall ratio | cases per shard (min-max) |")
+    print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for n in a.shards:
-            times, cases = [], []
-            for i in range(n):
+            times, cpus, cases = [0.0] * n, [0.0] * n, [0] * n
+            order = list(range(n))
+            random.Random(n).shuffle(order)
+            for i in order:
                 out = pathlib.Path(tmp) / f"s{i}.json"
                 start = time.monotonic()
+                used = resource.getrusage(resource.RUSAGE_CHILDREN)
                 done = subprocess.run([a.binary, "run", "--suite", a.suite, "--threads", "1", "--quiet", "--shard", f"{i}/{n}",
-                                       "--out", str(out)], capture_output=True, text=True)
-                times.append(time.monotonic() - start)
+                                       "--out", str(out)] + (["--balance-from", a.balance_from] if a.balance_from else []),
+                                      capture_output=True, text=True)
+                times[i] = time.monotonic() - start
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpus[i] = (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
                 if done.returncode not in (0, 1):
                     sys.exit(f"shard_balance: shard {i}/{n} failed: {done.stderr.strip()}")
                 report = json.loads(out.read_text())
@@ -45,15 +60,16 @@ def main():
                 for key, section in report.items():
                     if isinstance(section, dict) and "cases_planned" in section and key != "run":
                         total += section["cases_planned"]
-                cases.append(total)
+                cases[i] = total
                 out.unlink()
-            row = {"shards": n, "longest_s": max(times), "shortest_s": min(times), "ratio": max(times) / min(times),
-                   "cases_min": min(cases), "cases_max": max(cases), "seconds": times}
+            row = {"shards": n, "longest_cpu_s": max(cpus), "shortest_cpu_s": min(cpus), "ratio": max(cpus) / min(cpus),
+                   "median_cpu_s": statistics.median(cpus), "wall_ratio": max(times) / min(times),
+                   "cases_min": min(cases), "cases_max": max(cases), "cpu_seconds": cpus, "wall_seconds": times}
             rows.append(row)
-            print(f"| {n} | {row['longest_s']:.2f} / {row['shortest_s']:.2f} | {row['ratio']:.2f} | {row['cases_min']}-{row['cases_max']} |",
-                  flush=True)
+            print(f"| {n} | {row['longest_cpu_s']:.2f} / {row['shortest_cpu_s']:.2f} | {row['ratio']:.2f} | {row['median_cpu_s']:.2f} "
+                  f"| {row['wall_ratio']:.2f} | {row['cases_min']}-{row['cases_max']} |", flush=True)
     if a.json:
-        pathlib.Path(a.json).write_text(json.dumps({"suite": a.suite, "rows": rows}, indent=1) + "\n")
+        pathlib.Path(a.json).write_text(json.dumps({"suite": a.suite, "balance_from": a.balance_from, "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

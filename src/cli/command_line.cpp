@@ -65,6 +65,9 @@ void add_run_options(CLI::App& run, RunOptions& o) {
   run.add_option("--threads", o.threads, "worker threads")->check(CLI::Range(1, 256));
   run.add_option("--out", o.out, "report path");
   run.add_option("--shard", o.shard, "i/N: run the deterministic slice i (0-based) of N; combine with normcheck merge");
+  run.add_option("--balance-from", o.balance_from,
+                 "with --shard: balance the shards by the unit seconds a report of the same suite measured (e.g. last night's "
+                 "or the committed baseline; the same file on every shard)");
   run.add_option("--rows", o.rows, "fix the number of rows");
   run.add_option("--n", o.n, "fix the row length");
   run.add_option("--max-elements", o.max_elements, "cap on rows*n for generated shapes");

@@ -30,6 +30,8 @@
 #include "kernels/block_registry.hpp"
 #include "kernels/jvp_registry.hpp"
 #include "kernels/registry.hpp"
+#include "nightly/unit_costs.hpp"
+#include "suite/unit_timing.hpp"
 
 namespace normcheck::cli {
 namespace {
@@ -59,6 +61,7 @@ struct RunPlan {
   std::vector<std::unique_ptr<sections::SectionRun>> sections;
   RunConfig header;
   ExternalSpecs external;
+  int64_t units = 0;  ///< shard units of every section together
 };
 
 /// Parses "i/N" (0 <= i < N <= 100000).
@@ -99,15 +102,27 @@ std::vector<int> balanced_owners(const std::vector<double>& costs, int shards) {
 }
 
 /// Numbers the shard units of every section one after the other, balances them over the shards by
-/// estimated cost, and gives each section its slice.
-void assign_shards(RunPlan& plan, ShardSpec s) {
+/// estimated cost (or by the seconds the --balance-from report measured), and gives each section its slice.
+void assign_shards(RunPlan& plan, ShardSpec s, const std::string& balance_from) {
+  plan.units = 0;
+  for (const auto& section : plan.sections) plan.units += section->shard_units();
+  if (!balance_from.empty() && !s.sharded()) throw PlanError("--balance-from balances shards: it needs --shard i/N with N > 1");
   if (s.sharded()) {
     std::vector<double> costs;
     for (const auto& section : plan.sections) {
       const std::vector<double> c = section->unit_costs();
       costs.insert(costs.end(), c.begin(), c.end());
     }
+    if (!balance_from.empty()) {
+      try {
+        costs = nightly::measured_or_estimated(costs, nightly::unit_seconds_from_report(balance_from, plan.units));
+      } catch (const std::invalid_argument& e) {
+        throw PlanError(e.what());
+      }
+      s.measured_balance = true;
+    }
     s.owner = std::make_shared<const std::vector<int>>(balanced_owners(costs, s.count));
+    s.owner_digest = nightly::owner_digest(*s.owner);
   }
   int64_t unit = 0;
   for (const auto& section : plan.sections) {
@@ -218,7 +233,7 @@ RunPlan build_plan(const RunOptions& o) {
     if (const RunConfig* cfg = s->run_config()) plan.header = *cfg;
   plan.external = ext ? ext->specs : ExternalSpecs{};
   plan.header.external = plan.external;
-  assign_shards(plan, parse_shard(o.shard));
+  assign_shards(plan, parse_shard(o.shard), o.balance_from);
   return plan;
 }
 
@@ -320,6 +335,7 @@ int run_command(const RunOptions& given, const std::string& command_line) {
   passed = passed && !declined_everything;
   report["run"]["passed"] = passed;
   report["run"]["complete"] = complete;
+  report["run"]["unit_seconds"] = nightly::unit_seconds_json(measured_unit_seconds(plan.units));
   write_json_atomically(o.out, report);
   if (!o.junit.empty()) write_file_atomically(o.junit, junit_xml(report));
   if (!o.quiet) {

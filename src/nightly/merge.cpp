@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "report/report.hpp"
+#include "nightly/unit_costs.hpp"
 #include "sections/section.hpp"
 
 namespace normcheck::nightly {
@@ -43,6 +44,8 @@ void check_and_sort(std::vector<ShardReport>& shards) {
     if (r.at("run").value("git_revision", "") != first.at("run").value("git_revision", ""))
       refuse("'" + shards[i].path + "' comes from another git revision (" + r.at("run").value("git_revision", "") + ")");
     if (r.at("config") != first.at("config")) refuse("'" + shards[i].path + "' has another configuration than shard 0");
+    if (r.at("run").at("shard").value("owner_digest", json()) != first.at("run").at("shard").value("owner_digest", json()))
+      refuse("'" + shards[i].path + "' assigns the shard units differently from shard 0 (give every shard the same --balance-from report, or none)");
     for (const auto& [key, value] : r.items())
       if (value.is_object() && value.contains("config") &&
           (!first.contains(key) || !first.at(key).is_object() || first.at(key).value("config", json()) != value.at("config")))
@@ -74,6 +77,9 @@ json merge_shards(std::vector<ShardReport> shards, const std::string& out_path) 
   }
   run["complete"] = complete;
   run["passed"] = passed && complete;
+  std::vector<const json*> runs;
+  for (const ShardReport& s : shards) runs.push_back(&s.report.at("run"));
+  run["unit_seconds"] = merged_unit_seconds(runs);
   run["shard"] = nullptr;
   json from = json::array();
   for (const ShardReport& s : shards) from.push_back(s.path);

@@ -119,10 +119,6 @@ std::vector<FlagCheck> recompute_flags(const json& records, const std::vector<DT
   return evaluate_flags(dtypes, views);
 }
 
-bool all_caught(const std::vector<FlagCheck>& flags) {
-  return std::all_of(flags.begin(), flags.end(), [](const FlagCheck& f) { return f.met(); });
-}
-
 int64_t sum_of(const std::vector<const json*>& parts, const char* key) {
   int64_t n = 0;
   for (const json* s : parts) n += s->value(key, int64_t{0});
@@ -153,7 +149,7 @@ json merge_suite_section(const std::vector<const json*>& parts, const std::vecto
     const std::vector<FlagCheck> flags = recompute_flags(m["records"], dtypes_of(m["config"]));
     m["flag_checks"] = flag_checks_json(flags);
     m["records_passed"] = all_true(parts, "records_passed");
-    m["passed"] = m["records_passed"].get<bool>() && all_caught(flags) && complete;
+    m["passed"] = m["records_passed"].get<bool>() && all_flags_met(flags) && complete;
   } else {
     m["passed"] = all_true(parts, "passed");
   }

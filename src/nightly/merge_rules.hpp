@@ -26,7 +26,6 @@ nlohmann::json pick_records(const std::vector<const nlohmann::json*>& records, c
 
 /// Flag checks span the generators of a dtype: recomputed from merged per-op or block records.
 std::vector<FlagCheck> recompute_flags(const nlohmann::json& records, const std::vector<DType>& dtypes);
-bool all_caught(const std::vector<FlagCheck>& flags);
 
 /// The dtypes of a report configuration.
 std::vector<DType> dtypes_of(const nlohmann::json& config);

@@ -276,7 +276,11 @@ nlohmann::json report_header(const RunConfig& cfg, const RunMetadata& meta) {
           {"run",
            {{"complete", !none.interrupted},
             {"passed", run_passed(none)},
-            {"shard", cfg.shard.sharded() ? nlohmann::json{{"index", cfg.shard.index}, {"count", cfg.shard.count}} : nlohmann::json()},
+            {"shard", cfg.shard.sharded() ? nlohmann::json{{"index", cfg.shard.index},
+                                                           {"count", cfg.shard.count},
+                                                           {"balanced_by", cfg.shard.measured_balance ? "measured" : "estimates"},
+                                                           {"owner_digest", cfg.shard.owner_digest}}
+                                          : nlohmann::json()},
             {"cases_planned", none.cases_planned},
             {"cases_done", none.cases_done},
             {"start_time", meta.start_time},

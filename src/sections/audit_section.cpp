@@ -7,6 +7,7 @@
 #include "report/terminal_summary.hpp"
 #include "sections/section_support.hpp"
 #include "sections/sections.hpp"
+#include "suite/unit_timing.hpp"
 
 namespace normcheck::sections {
 namespace {
@@ -39,11 +40,16 @@ class AuditRun final : public SectionRun {
  public:
   AuditRun(uint64_t seed, std::optional<GroupedExternalKernel> external) : seed_(seed), external_(std::move(external)) {}
   int64_t shard_units() const override { return 1; }
-  void set_shard(const ShardSpec& shard) override { here_ = shard.owns(0); }
+  void set_shard(const ShardSpec& shard) override {
+    here_ = shard.owns(0);
+    unit_ = shard.first_unit;
+  }
   int64_t planned_cases() const override { return 0; }
   std::vector<double> unit_costs() const override { return std::vector<double>(static_cast<size_t>(shard_units()), 0.02); }
   void run(const std::string&) override {
-    if (here_) audits_ = external_ ? external_audits(*external_, seed_) : audit::standard_audits(seed_);
+    if (!here_) return;
+    const UnitTimer timer(unit_);
+    audits_ = external_ ? external_audits(*external_, seed_) : audit::standard_audits(seed_);
   }
   int64_t cases_done() const override { return 0; }
   bool passed() const override { return !here_ || (audits_ && (report_only() || audit::audits_passed(*audits_))); }
@@ -71,6 +77,7 @@ class AuditRun final : public SectionRun {
   uint64_t seed_;
   std::optional<GroupedExternalKernel> external_;
   bool here_ = true;
+  int64_t unit_ = 0;  // the audit's one shard unit
   std::optional<std::vector<audit::AuditRecord>> audits_;
 };
 

@@ -37,6 +37,7 @@ struct RunOptions {
   std::string junit;         ///< --junit FILE: JUnit XML, one testcase per record
   bool summary_json = false;  ///< --summary-json: one machine-readable summary line on stdout
   std::string shard;  ///< "i/N": run only shard i of N (empty: everything)
+  std::string balance_from;  ///< a report whose run.unit_seconds balance the shards (empty: the built-in estimates)
 };
 
 struct ReplayOptions {

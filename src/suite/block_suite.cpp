@@ -216,11 +216,10 @@ BlockSuiteResult run_block_suite(const BlockSuiteConfig& cfg) {
   result.records = plan(cfg, kernels, index);
   const DtypeSlice slice = dtype_slice(cfg);
   const size_t total = slice.total();
-  const auto owned = [&](size_t i) { return slice.owns(i); };
   result.cases_planned = slice.planned();
   std::mutex journal_mu;
-  const auto done = run_items<ItemResult>(
-      total, cfg.threads, [&](size_t i) { return run_item(cfg, item_at(cfg, i), kernels, index, journal_mu); }, owned);
+  const auto done =
+      run_slice_items<ItemResult>(slice, cfg.threads, [&](size_t i) { return run_item(cfg, item_at(cfg, i), kernels, index, journal_mu); });
   for (size_t i = 0; i < total; ++i)
     if (done[i]) {
       merge(*done[i], static_cast<int64_t>(i), result.records);
@@ -253,10 +252,6 @@ bool block_records_passed(const BlockSuiteResult& r) {
   return true;
 }
 
-bool block_suite_passed(const BlockSuiteResult& r) {
-  for (const FlagCheck& f : r.flag_checks)
-    if (!f.met()) return false;
-  return block_records_passed(r) && !r.interrupted;
-}
+bool block_suite_passed(const BlockSuiteResult& r) { return all_flags_met(r.flag_checks) && block_records_passed(r) && !r.interrupted; }
 
 }  // namespace normcheck

@@ -16,29 +16,8 @@ struct ItemResult {
   std::vector<GrowthRow> growth;
 };
 
-void merge_case(BudgetSuiteResult& out, const BudgetCaseResult& c) {
-  for (const BudgetCheck& k : c.checks) {
-    auto rec = std::find_if(out.records.begin(), out.records.end(), [&](const BudgetRecord& r) {
-      return r.storage == c.c.dtype && r.variant == k.variant && r.property == k.property;
-    });
-    if (rec == out.records.end()) {
-      BudgetRecord fresh;
-      fresh.storage = c.c.dtype;
-      fresh.variant = k.variant;
-      fresh.property = k.property;
-      fresh.output = k.output;
-      rec = out.records.insert(out.records.end(), std::move(fresh));
-    }
-    ++rec->cases;
-    if (k.failed) ++rec->failed_cases;
-    rec->uncertified += k.uncertified;
-    rec->acc.merge(k.acc);
-    rec->max_value = std::max(rec->max_value, k.max_value);
-    rec->max_bound = std::max(rec->max_bound, k.max_bound);
-    if (k.max_ratio >= rec->max_ratio) rec->worst_seed = c.c.seed;
-    rec->max_ratio = std::max(rec->max_ratio, k.max_ratio);
-    rec->oracle_precision_bits = std::max(rec->oracle_precision_bits, c.oracle_precision_bits);
-  }
+BudgetCaseChecks checks_of(int64_t item, const BudgetCaseResult& c) {
+  return {item, c.c.dtype, c.c.seed, c.oracle_precision_bits, std::vector<BudgetCheck>(c.checks.begin(), c.checks.end())};
 }
 
 BudgetSummary summary_of(const BudgetCaseResult& c) {
@@ -62,32 +41,90 @@ BudgetSummary summary_of(const BudgetCaseResult& c) {
   return s;
 }
 
-/// The random cases of a dtype, and its growth table when configured.
-DtypeSlice dtype_slice(const BudgetSuiteConfig& cfg) {
-  return {cfg.shard, cfg.dtypes.size(), static_cast<size_t>(cfg.cases) + (cfg.growth ? 1 : 0)};
-}
+/// The random cases of a dtype, and its growth case when configured.
+size_t cases_per_dtype(const BudgetSuiteConfig& cfg) { return static_cast<size_t>(cfg.cases) + (cfg.growth ? 1 : 0); }
+
+/// One shard unit per case.
+DtypeSlice case_slice(const BudgetSuiteConfig& cfg) { return {cfg.shard, cfg.dtypes.size() * cases_per_dtype(cfg), 1}; }
 
 nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
 }  // namespace
 
-int64_t planned_cases(const BudgetSuiteConfig& cfg) { return dtype_slice(cfg).planned(); }
+void fold_budget_case(std::vector<BudgetRecord>& records, const BudgetCaseChecks& c) {
+  for (const BudgetCheck& k : c.checks) {
+    auto rec = std::find_if(records.begin(), records.end(), [&](const BudgetRecord& r) {
+      return r.storage == c.storage && r.variant == k.variant && r.property == k.property;
+    });
+    if (rec == records.end()) {
+      BudgetRecord fresh;
+      fresh.storage = c.storage;
+      fresh.variant = k.variant;
+      fresh.property = k.property;
+      fresh.output = k.output;
+      rec = records.insert(records.end(), std::move(fresh));
+    }
+    ++rec->cases;
+    if (k.failed) ++rec->failed_cases;
+    rec->uncertified += k.uncertified;
+    rec->acc.merge(k.acc);
+    rec->max_value = std::max(rec->max_value, k.max_value);
+    rec->max_bound = std::max(rec->max_bound, k.max_bound);
+    if (k.max_ratio >= rec->max_ratio) rec->worst_seed = c.seed;
+    rec->max_ratio = std::max(rec->max_ratio, k.max_ratio);
+    rec->oracle_precision_bits = std::max(rec->oracle_precision_bits, c.oracle_precision_bits);
+  }
+}
 
-PhCase budget_case_at(const BudgetSuiteConfig& cfg, DType dt, int64_t index) {
+int64_t planned_cases(const BudgetSuiteConfig& cfg) { return case_slice(cfg).planned(); }
+int64_t budget_shard_units(const BudgetSuiteConfig& cfg) { return static_cast<int64_t>(case_slice(cfg).total()); }
+
+namespace {
+
+struct DrawnCase {
+  uint64_t seed;
+  int64_t width, depth;
+  double h;
+};
+
+/// The i-th random case's seed and shape, drawn without building its tensors.
+DrawnCase draw_budget_case(const BudgetSuiteConfig& cfg, DType dt, int64_t index) {
   const uint64_t seed = derive_seed(cfg.seed, 0x9420, static_cast<uint64_t>(dt), static_cast<uint64_t>(index));
   Rng rng(seed);
   const int64_t n = rng.log_range(2, cfg.max_width), depth = rng.log_range(1, cfg.max_depth);
   const double h = std::ldexp(1.0, static_cast<int>(rng.range(-4, 1))) * (1 + rng.uniform());
-  return make_ph_case(dt, n, depth, h, seed);
+  return {seed, n, depth, h};
+}
+
+}  // namespace
+
+PhCase budget_case_at(const BudgetSuiteConfig& cfg, DType dt, int64_t index) {
+  const DrawnCase d = draw_budget_case(cfg, dt, index);
+  return make_ph_case(dt, d.width, d.depth, d.h, d.seed);
+}
+
+std::vector<double> budget_unit_costs(const BudgetSuiteConfig& cfg) {
+  std::vector<double> costs;
+  const auto per_dtype = static_cast<int64_t>(cases_per_dtype(cfg));
+  for (DType dt : cfg.dtypes)
+    for (int64_t i = 0; i < per_dtype; ++i) {
+      if (i >= cfg.cases) {
+        costs.push_back(1.0);  // the growth case: only the budget command plans it, never sharded
+        continue;
+      }
+      const DrawnCase d = draw_budget_case(cfg, dt, i);
+      const auto w = static_cast<double>(d.width), depth = static_cast<double>(d.depth);
+      costs.push_back(kBudgetCaseSeconds + kBudgetStepWidthSeconds * depth * w * w + kBudgetWidthCubedSeconds * w * w * w);
+    }
+  return costs;
 }
 
 BudgetSuiteResult run_budget_suite(const BudgetSuiteConfig& cfg) {
   BudgetSuiteResult result;
-  const DtypeSlice slice = dtype_slice(cfg);
-  const size_t per_dtype = slice.per_dtype, total = slice.total();
-  const auto owned = [&](size_t i) { return slice.owns(i); };
+  const DtypeSlice slice = case_slice(cfg);
+  const size_t per_dtype = cases_per_dtype(cfg), total = slice.total();
   result.cases_planned = slice.planned();
-  const auto done = run_items<ItemResult>(total, cfg.threads, [&](size_t i) {
+  const auto done = run_slice_items<ItemResult>(slice, cfg.threads, [&](size_t i) {
     const DType dt = cfg.dtypes[i / per_dtype];
     const auto index = static_cast<int64_t>(i % per_dtype);
     ItemResult r;
@@ -96,11 +133,13 @@ BudgetSuiteResult run_budget_suite(const BudgetSuiteConfig& cfg) {
     else r.growth = run_growth(*cfg.growth, dt, r.cases.back());
     count_finished(r.cases.back().failed());
     return r;
-  }, owned);
+  });
   for (size_t i = 0; i < total; ++i) {
     if (!done[i]) continue;
     ++result.cases_done;
-    for (const BudgetCaseResult& c : done[i]->cases) merge_case(result, c);
+    const BudgetCaseChecks checks = checks_of(static_cast<int64_t>(i), done[i]->cases.back());
+    fold_budget_case(result.records, checks);
+    if (cfg.shard.sharded()) result.shard_cases.push_back(checks);
     if (!done[i]->growth.empty()) {
       result.growth.insert(result.growth.end(), done[i]->growth.begin(), done[i]->growth.end());
       result.summaries.push_back(summary_of(done[i]->cases.back()));

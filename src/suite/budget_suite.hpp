@@ -22,7 +22,7 @@ struct BudgetSuiteConfig {
   int64_t max_width = 48, max_depth = 120;  ///< random widths in [2, max_width], depths in [1, max_depth]
   uint64_t seed = 20261130;
   int threads = 1;
-  ShardSpec shard;            ///< one unit per dtype
+  ShardSpec shard;            ///< one unit per case (the growth case too)
   std::optional<GrowthConfig> growth;  ///< the growth table (and standard budget case) when set
 };
 
@@ -50,8 +50,19 @@ struct BudgetSummary {
   bool grad_budget_ok = true;
 };
 
+/// What a random case adds to the records (a sharded run's report carries these per case, and
+/// `merge` folds them again in case order: docs/nightly.md, "Even shards").
+struct BudgetCaseChecks {
+  int64_t item = 0;  ///< position in the suite's dtype-major case order
+  DType storage = DType::f64;
+  uint64_t seed = 0;
+  int oracle_precision_bits = 0;
+  std::vector<BudgetCheck> checks;
+};
+
 struct BudgetSuiteResult {
   std::vector<BudgetRecord> records;
+  std::vector<BudgetCaseChecks> shard_cases;  ///< a sharded run's cases, in case order
   std::vector<GrowthRow> growth;
   std::vector<BudgetSummary> summaries;
   int64_t cases_done = 0, cases_planned = 0;
@@ -62,10 +73,20 @@ struct BudgetSuiteResult {
 PhCase budget_case_at(const BudgetSuiteConfig& cfg, DType dt, int64_t index);
 
 BudgetSuiteResult run_budget_suite(const BudgetSuiteConfig& cfg);
+
+/// Adds a case's checks to the records (records appear in the order their first check does).
+void fold_budget_case(std::vector<BudgetRecord>& records, const BudgetCaseChecks& c);
 bool budget_suite_passed(const BudgetSuiteResult& r);
 nlohmann::json budget_suite_json(const BudgetSuiteConfig& cfg, const BudgetSuiteResult& r);
 
-/// Cases the config's shard plans.
+/// Cases the config's shard plans; its shard units (one per case).
 int64_t planned_cases(const BudgetSuiteConfig& cfg);
+int64_t budget_shard_units(const BudgetSuiteConfig& cfg);
+
+/// Estimated CPU seconds of each shard unit: a fixed cost per case, one per step and squared width,
+/// one per cubed width (fitted on the measured unit seconds of the default suite's 12 cases, within
+/// a factor 2 of each: docs/nightly.md "Even shards").
+inline constexpr double kBudgetCaseSeconds = 3e-3, kBudgetStepWidthSeconds = 1.1e-5, kBudgetWidthCubedSeconds = 1e-6;
+std::vector<double> budget_unit_costs(const BudgetSuiteConfig& cfg);
 
 }  // namespace normcheck

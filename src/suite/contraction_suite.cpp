@@ -133,11 +133,9 @@ ContractionSuiteResult run_contraction_suite(const ContractionSuiteConfig& cfg) 
   result.records = plan(cfg);
   const DtypeSlice slice = dtype_slice(cfg);
   const size_t total = slice.total();
-  const auto owned = [&](size_t i) { return slice.owns(i); };
   result.cases_planned = slice.planned();
   std::mutex mu;
-  const auto done = run_items<ItemResult>(
-      total, cfg.threads, [&](size_t i) { return run_item(cfg, item_at(cfg, i), mu); }, owned);
+  const auto done = run_slice_items<ItemResult>(slice, cfg.threads, [&](size_t i) { return run_item(cfg, item_at(cfg, i), mu); });
   const size_t per_record_group = 4;  // contracted f, dx, original f, dx
   for (size_t i = 0; i < total; ++i) {
     if (!done[i]) continue;

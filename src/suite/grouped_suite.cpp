@@ -77,9 +77,8 @@ GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg) {
   GroupedSuiteResult result;
   const DtypeSlice slice = dtype_slice(cfg);
   const size_t total = slice.total();
-  const auto owned = [&](size_t i) { return slice.owns(i); };
   result.cases_planned = slice.planned();
-  const auto done = run_items<ItemResult>(total, cfg.threads, [&](size_t i) {
+  const auto done = run_slice_items<ItemResult>(slice, cfg.threads, [&](size_t i) {
     const Item it = item_at(cfg, i);
     ItemResult r;
     r.c = gen::make_grouped_case(grouped_suite_kinds()[static_cast<size_t>(it.kind)], grouped_suite_layouts()[static_cast<size_t>(it.layout)], it.dtype,
@@ -87,7 +86,7 @@ GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg) {
     r.j = judge_grouped(r.c, cfg.external ? cfg.external->run(r.c) : run_grouped_kernel(r.c));
     count_finished(std::any_of(r.j.outputs.begin(), r.j.outputs.end(), [](const OutputJudgement& o) { return o.failed; }));
     return r;
-  }, owned);
+  });
   for (size_t i = 0; i < total; ++i) {
     if (!done[i]) continue;
     ++result.cases_done;

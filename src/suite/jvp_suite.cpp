@@ -135,8 +135,8 @@ JvpSuiteResult run_jvp_suite(const JvpSuiteConfig& cfg) {
   const size_t total = slice.total();
   result.cases_planned = slice.planned();
   const std::vector<JvpKernel> kernels = kernels_of(cfg);
-  const auto done = run_items<ItemResult>(
-      total, cfg.threads,
+  const auto done = run_slice_items<ItemResult>(
+      slice, cfg.threads,
       [&](size_t i) {
         const WorkItem it = work_item_at(cfg.dtypes, cfg.generators.size(), cfg.cases_per_generator, i);
         ItemResult r;
@@ -145,8 +145,7 @@ JvpSuiteResult run_jvp_suite(const JvpSuiteConfig& cfg) {
         r.judged = judge_jvp(cfg.op, r.jc.c, r.jc.t, kernels);
         count_finished(std::any_of(r.judged.begin(), r.judged.end(), [](const JvpJudgement& j) { return j.du.failed; }));
         return r;
-      },
-      [&](size_t i) { return slice.owns(i); });
+      });
   const size_t per_group = kernels.size();
   for (size_t i = 0; i < total; ++i) {
     if (!done[i]) continue;

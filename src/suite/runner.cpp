@@ -248,7 +248,9 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   };
   auto worker = [&] {
     for (size_t k; !stop_requested() && (k = next++) < todo.size();) {
+      std::optional<UnitTimer> timer(std::in_place, cfg.shard.first_unit + static_cast<int64_t>(todo[k]));
       CaseResult item = run_item(cfg, items[todo[k]], kernels, index, journal_mu);
+      timer.reset();
       // Must-pass failures only: known-weak kernels fail by design and report-only ones do not fail the run.
       count_finished(std::any_of(item.partials.begin(), item.partials.end(), [&](const CasePartial& p) {
         const Record& rec = result.records[p.record];  // expectation and known_weak are fixed before the workers start
@@ -290,10 +292,10 @@ bool records_passed(const RunResult& r) {
   return true;
 }
 
-bool run_passed(const RunResult& r) {
-  for (const FlagCheck& f : r.flag_checks)
-    if (!f.met()) return false;
-  return records_passed(r) && !r.interrupted;
+bool all_flags_met(const std::vector<FlagCheck>& flags) {
+  return std::all_of(flags.begin(), flags.end(), [](const FlagCheck& f) { return f.met(); });
 }
+
+bool run_passed(const RunResult& r) { return all_flags_met(r.flag_checks) && records_passed(r) && !r.interrupted; }
 
 }  // namespace normcheck

@@ -187,6 +187,10 @@ bool records_passed(const RunResult& r);
 /// records_passed, every applicable flag expectation caught, and nothing interrupted.
 bool run_passed(const RunResult& r);
 
+/// Every flag check met (its weak kernel caught, or too few witness cases to require it): part of
+/// the per-op, block and merged verdicts.
+bool all_flags_met(const std::vector<FlagCheck>& flags);
+
 /// The kernels a config selects, in registry order.
 std::vector<const KernelEntry*> selected_kernels(const RunConfig& cfg);
 

@@ -7,11 +7,13 @@
 #include <memory>
 #include <functional>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "suite/unit_timing.hpp"
 
 namespace normcheck {
 
@@ -40,6 +42,8 @@ struct ShardSpec {
   int index = 0, count = 1;
   int64_t first_unit = 0;
   std::shared_ptr<const std::vector<int>> owner;  ///< shard of every global unit (null: round robin)
+  bool measured_balance = false;  ///< owner balances measured unit seconds (run --balance-from), not estimates
+  std::string owner_digest;       ///< digest of `owner` (nightly/unit_costs.hpp): merge requires it equal on every shard
   bool owns(int64_t unit) const {
     const int64_t global = first_unit + unit;
     return owner && global < static_cast<int64_t>(owner->size()) ? (*owner)[static_cast<size_t>(global)] == index : global % count == index;
@@ -115,6 +119,19 @@ std::vector<std::optional<Result>> run_items(size_t total, int threads, Fn fn, W
   };
   run_on_threads(threads, todo.size(), worker);
   return done;
+}
+
+/// run_items over the items a DtypeSlice's shard owns, each item's CPU time added to its shard unit
+/// (the report's run.unit_seconds).
+template <class Result, class Fn>
+std::vector<std::optional<Result>> run_slice_items(const DtypeSlice& slice, int threads, Fn fn) {
+  return run_items<Result>(
+      slice.total(), threads,
+      [&](size_t i) {
+        const UnitTimer timer(slice.shard.first_unit + static_cast<int64_t>(i / slice.per_dtype));
+        return fn(i);
+      },
+      [&](size_t i) { return slice.owns(i); });
 }
 
 }  // namespace normcheck
