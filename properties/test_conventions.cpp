@@ -231,6 +231,7 @@ TEST(Conventions, EveryReportTheRunWritesFollowsTheSchemaStrictly) {
   const std::string build = fs::path(NORMCHECK_BINARY).parent_path().string();
   const std::vector<std::string> runs = {
       "run --suite quick --dtypes f32,bf16",
+      "run --suite quick --dtypes f32,bf16 --shard 1/3",  // a shard report: shard_items, acc_bytes, shard_cases
       "run --suite quick --dtypes f32 --kernel " + build + "/libnc_plugin_v2_good.so",
       "run --suite quick --ops layernorm_forward --dtypes f32 --generators normal --kernel " + build + "/libnc_plugin_crash.so",
       "run --suite quick --ops layernorm_forward --dtypes f16,f32 --generators normal --exec '" + kExec + " {dir}'"};

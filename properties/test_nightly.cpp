@@ -290,6 +290,10 @@ TEST(Shards, MeasuredUnitSecondsBalanceTheShardsAndEveryShardMustBalanceAlike) {
   const fs::path other = dir / "other.json";
   ASSERT_LE(run_cli("run --quiet --suite quick --dtypes f32 --ops layernorm_forward --out " + other.string()).exit_code, 1);
   std::ofstream(dir / "garbage.json") << "{ not json";
+  std::ofstream(dir / "tool_number.json") << R"({"tool": 3, "run": {}})";
+  nlohmann::json interrupted = load(single);
+  interrupted["run"]["complete"] = false;
+  std::ofstream(dir / "interrupted.json") << interrupted.dump();
   const auto refused = [&](const std::string& args, const char* why) {
     const Outcome o = run_cli(kSmallRun + args + " --out " + (dir / "x.json").string());
     EXPECT_EQ(o.exit_code, 2) << args;
@@ -300,6 +304,8 @@ TEST(Shards, MeasuredUnitSecondsBalanceTheShardsAndEveryShardMustBalanceAlike) {
   refused("--balance-from " + single.string(), "needs --shard");
   refused("--shard 0/3 --balance-from " + (dir / "garbage.json").string(), "garbage.json");
   refused("--shard 0/3 --balance-from " + (dir / "absent.json").string(), "cannot open");
+  refused("--shard 0/3 --balance-from " + (dir / "tool_number.json").string(), "not a normcheck report");
+  refused("--shard 0/3 --balance-from " + (dir / "interrupted.json").string(), "interrupted run");
   EXPECT_FALSE(fs::exists(dir / "x.json"));
 }
 
@@ -338,6 +344,8 @@ TEST(Shards, TheBalanceScriptRunsEveryShardAndReportsTheRatioByEstimatesAndByMea
   for (const std::string& balance : {std::string(), " --balance-from " + (dir / "quick.json").string()}) {
     const Outcome o = run_shell("cd / && " + script + balance + " --json " + (dir / "b.json").string());
     ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+    const nlohmann::json by = load(dir / "b.json").at("rows").at(0).at("balanced_by");
+    EXPECT_EQ(by, nlohmann::json::array({balance.empty() ? "estimates" : "measured"})) << balance;
     std::printf("%s", o.out.c_str());
     EXPECT_NE(o.out.find("| 3 | "), std::string::npos) << o.out;
     const nlohmann::json row = load(dir / "b.json").at("rows").at(0);

@@ -40,7 +40,7 @@ def main():
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for n in a.shards:
-            times, cpus, cases = [0.0] * n, [0.0] * n, [0] * n
+            times, cpus, cases, balanced_by = [0.0] * n, [0.0] * n, [0] * n, set()
             order = list(range(n))
             random.Random(n).shuffle(order)
             for i in order:
@@ -56,6 +56,7 @@ def main():
                 if done.returncode not in (0, 1):
                     sys.exit(f"shard_balance: shard {i}/{n} failed: {done.stderr.strip()}")
                 report = json.loads(out.read_text())
+                balanced_by.add(report["run"]["shard"]["balanced_by"] if n > 1 else "unsharded")
                 total = report["run"]["cases_planned"]
                 for key, section in report.items():
                     if isinstance(section, dict) and "cases_planned" in section and key != "run":
@@ -64,7 +65,8 @@ def main():
                 out.unlink()
             row = {"shards": n, "longest_cpu_s": max(cpus), "shortest_cpu_s": min(cpus), "ratio": max(cpus) / min(cpus),
                    "median_cpu_s": statistics.median(cpus), "wall_ratio": max(times) / min(times),
-                   "cases_min": min(cases), "cases_max": max(cases), "cpu_seconds": cpus, "wall_seconds": times}
+                   "cases_min": min(cases), "cases_max": max(cases), "balanced_by": sorted(balanced_by),
+                   "cpu_seconds": cpus, "wall_seconds": times}
             rows.append(row)
             print(f"| {n} | {row['longest_cpu_s']:.2f} / {row['shortest_cpu_s']:.2f} | {row['ratio']:.2f} | {row['median_cpu_s']:.2f} "
                   f"| {row['wall_ratio']:.2f} | {row['cases_min']}-{row['cases_max']} |", flush=True)

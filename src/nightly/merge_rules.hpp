@@ -46,7 +46,7 @@ using ComparisonFromRecords = nlohmann::json (*)(const nlohmann::json& records);
 nlohmann::json merge_suite_section(const std::vector<const nlohmann::json*>& parts, const std::vector<ShardReport>& shards,
                                    const std::string& out_path, bool has_flags, ComparisonFromRecords comparison = nullptr);
 
-/// Records created as cases arrive (grouped_norm, port_hamiltonian): concatenated in dtype order,
+/// Records created as cases arrive (grouped_norm): concatenated in dtype order,
 /// replay commands repointed at `out_path`.
 nlohmann::json merge_dtype_ordered(const std::vector<const nlohmann::json*>& parts, const std::vector<ShardReport>& shards,
                                    const std::string& out_path);

@@ -42,8 +42,10 @@ json run_member(const std::string& path) {
   } catch (const json::exception& e) {
     throw std::invalid_argument("--balance-from " + describe_input_error(path, e));
   }
-  if (!top.is_object() || top.value("tool", "") != "normcheck" || !top.contains("run") || !top.at("run").is_object())
+  if (!top.is_object() || !top.contains("tool") || top.at("tool") != "normcheck" || !top.contains("run") || !top.at("run").is_object())
     refuse(path, "not a normcheck report");
+  if (top.at("run").value("complete", json()) != json(true))
+    refuse(path, "is an interrupted run (run.complete is not true): its partly run units would skew the balance");
   return top.at("run");
 }
 

@@ -93,11 +93,18 @@ BudgetSuiteConfig config_from_json(const json& j) {
 }
 
 /// The shards' cases folded again in case order into the records of the unsharded run.
-json merge_cases(const std::vector<const json*>& parts) {
+json merge_cases(const std::vector<const json*>& parts, const std::vector<nightly::ShardReport>& shards) {
   std::vector<BudgetCaseChecks> cases;
-  for (const json* p : parts) {
-    if (!p->contains("shard_cases")) refuse("missing from a shard (a report of another build?)");
-    for (const json& c : p->at("shard_cases")) cases.push_back(shard_case_from_json(c));
+  for (size_t s = 0; s < parts.size(); ++s) {
+    const std::string where = "'" + shards[s].path + "'";
+    if (!parts[s]->contains("shard_cases")) refuse("missing from " + where + " (a report of another build?)");
+    try {
+      for (const json& c : parts[s]->at("shard_cases")) cases.push_back(shard_case_from_json(c));
+    } catch (const json::exception& e) {
+      refuse("malformed in " + where + " (" + e.what() + ")");
+    } catch (const std::invalid_argument& e) {  // a bad seed, dtype, hexfloat or accumulator
+      throw std::invalid_argument(std::string(e.what()) + " (in " + where + ")");
+    }
   }
   std::sort(cases.begin(), cases.end(), [](const BudgetCaseChecks& a, const BudgetCaseChecks& b) { return a.item < b.item; });
   for (size_t i = 1; i < cases.size(); ++i)
@@ -153,7 +160,7 @@ class BudgetSection final : public Section {
     if (!parts.front()->value("growth", json()).is_null())
       throw std::invalid_argument("cannot merge report section 'port_hamiltonian' with a growth table (a norm-budget report)");
     try {
-      m[std::string(kKey)] = merge_cases(parts);
+      m[std::string(kKey)] = merge_cases(parts, shards);
     } catch (const json::exception& e) {
       refuse(std::string("malformed (") + e.what() + ")");
     }

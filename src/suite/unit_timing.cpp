@@ -1,5 +1,6 @@
 #include "suite/unit_timing.hpp"
 
+#include <algorithm>
 #include <ctime>
 #include <map>
 #include <mutex>

@@ -34,7 +34,7 @@ inline void count_finished(bool failing) {
 }
 
 /// A deterministic slice of a run (`run --shard i/N`). The work of every section is cut into units
-/// (a per-op case, or a dtype of the other sections) numbered globally from each section's
+/// (a per-op or port-Hamiltonian case, a (dtype, generator) or a dtype) numbered globally from each section's
 /// `first_unit`; `owner` (the same on every shard: the run command balances the units' estimated
 /// costs over the shards) says which shard runs each, else unit u runs on shard u mod count. A
 /// unit is run whole by one shard, so merged shards give exactly the unsharded report.
@@ -77,8 +77,9 @@ int64_t count_owned(size_t total, Owned owned) {
 }
 
 /// The items of a dtype-major section with `per_dtype` items per dtype, sliced by dtype (the unit
-/// of the grouped-norm and port-Hamiltonian sections). The QR contraction and the block slice by
-/// (dtype, generator): `dtypes` counts those pairs and `per_dtype` the cases of one.
+/// of the grouped-norm and JVP sections). The QR contraction and the block slice by
+/// (dtype, generator): `dtypes` counts those pairs and `per_dtype` the cases of one; the
+/// port-Hamiltonian section by case (`dtypes` counts its cases, `per_dtype` is 1).
 struct DtypeSlice {
   ShardSpec shard;
   size_t dtypes = 0, per_dtype = 0;
