@@ -1,8 +1,6 @@
 #include "nightly/unit_costs.hpp"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -27,20 +25,14 @@ namespace {
 
 /// The report's `run` member, parsed without building the rest (a nightly report is megabytes).
 json run_member(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) refuse(path, "cannot open it");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string text = ss.str();
-  if (json_nesting_depth(text) > kMaxJsonDepth) refuse(path, "nests deeper than a normcheck report");
   const json::parser_callback_t keep_run = [](int depth, json::parse_event_t event, json& parsed) {
     return !(depth == 1 && event == json::parse_event_t::key && parsed != "run" && parsed != "tool");
   };
   json top;
   try {
-    top = json::parse(text, keep_run);
-  } catch (const json::exception& e) {
-    throw std::invalid_argument("--balance-from " + describe_input_error(path, e));
+    top = read_json_file(path, keep_run);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(std::string("--balance-from: ") + e.what());
   }
   if (!top.is_object() || !top.contains("tool") || top.at("tool") != "normcheck" || !top.contains("run") || !top.at("run").is_object())
     refuse(path, "not a normcheck report");

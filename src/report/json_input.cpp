@@ -28,7 +28,7 @@ std::size_t json_nesting_depth(std::string_view text, std::size_t limit) {
   return deepest;
 }
 
-nlohmann::json read_json_file(const std::string& path) {
+nlohmann::json read_json_file(const std::string& path, const nlohmann::json::parser_callback_t& keep) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("cannot open '" + printable(path) + "'");
   std::stringstream ss;
@@ -38,7 +38,7 @@ nlohmann::json read_json_file(const std::string& path) {
     throw std::runtime_error("'" + printable(path) + "' nests arrays and objects deeper than " + std::to_string(kMaxJsonDepth) +
                              " levels: not a normcheck report");
   try {
-    return nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, keep);
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(describe_input_error(path, e));
   }

@@ -18,8 +18,9 @@ inline constexpr std::size_t kMaxJsonDepth = 64;
 std::size_t json_nesting_depth(std::string_view text, std::size_t limit = kMaxJsonDepth + 1);
 
 /// Reads and parses a JSON file; throws std::runtime_error with one line naming the file when it
-/// cannot be read, is not JSON, or nests deeper than kMaxJsonDepth.
-nlohmann::json read_json_file(const std::string& path);
+/// cannot be read, is not JSON, or nests deeper than kMaxJsonDepth. `keep` (nlohmann's parser
+/// callback) can drop what the caller does not need while parsing.
+nlohmann::json read_json_file(const std::string& path, const nlohmann::json::parser_callback_t& keep = nullptr);
 
 /// `text` with control characters escaped (\n, \t, \x1b ...): safe to quote in an error line.
 std::string printable(std::string_view text);
