@@ -121,6 +121,7 @@ CertifiedLayerNorm cascade(const Levels& levels, size_t first, const LayerNormCa
   CertifiedLayerNorm r;
   for (size_t level = first; level < levels.whole.size(); ++level) {
     r = levels.whole[level](c, with_vjp);
+    if (accepted(r)) return r;  // every output accepted: no failing row or column to look for
     const std::vector<int64_t> rows = failing_rows({&r.y, &r.dx}, c);
     const std::vector<int64_t> cols = columns ? failing_columns(r, c) : std::vector<int64_t>{};
     if ((rows.empty() && cols.empty()) || level + 1 == levels.whole.size()) return r;

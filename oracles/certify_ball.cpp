@@ -106,7 +106,9 @@ CertifiedValue certify_dd_ball(const DdBall& b, DType dtype) {
     return out;
   }
   double r;
-  if (decided_near(b.hi, b.lo, b.rad, dtype, r)) {
+  int ulp_exp;
+  const double off = (std::fabs(b.lo) + b.rad) * (1 + 0x1p-50);  // >= |lo| + rad: two roundings, (1 - u)^2 (1 + 2^-50) > 1
+  if (decided_by_bits(b.hi, off, *dtype_info(dtype).format, r, ulp_exp) || decided_near(b.hi, b.lo, b.rad, dtype, r)) {
     out.rounded = out.rounded_alt = r;
     return out;
   }
@@ -118,15 +120,20 @@ CertifiedValue certify_dd_ball(const DdBall& b, DType dtype) {
 
 CertifiedValue certify_ball(const Ball& b, DType dtype) {
   CertifiedValue out;
-  const double lower = step_down(b.mid - b.rad), upper = step_up(b.mid + b.rad);
-  if (!b.bounded() || !std::isfinite(lower) || !std::isfinite(upper)) return unbounded_certificate();
   out.hi = b.mid;
   out.rad = b.rad;
+  double r;
+  int ulp_exp;
+  if (b.rad != 0 && decided_by_bits(b.mid, b.rad, *dtype_info(dtype).format, r, ulp_exp)) {  // bounded: m finite, rad below m's spacing
+    out.rounded = out.rounded_alt = r;
+    return out;
+  }
+  const double lower = step_down(b.mid - b.rad), upper = step_up(b.mid + b.rad);
+  if (!b.bounded() || !std::isfinite(lower) || !std::isfinite(upper)) return unbounded_certificate();
   if (b.rad == 0) {  // an exact double: its rounding is decided
     out.rounded = out.rounded_alt = round_to_dtype(b.mid, dtype);
     return out;
   }
-  double r;
   if (decided_near(b.mid, 0.0, b.rad, dtype, r)) {
     out.rounded = out.rounded_alt = r;
     return out;

@@ -1,12 +1,94 @@
 #pragma once
 /// The certificate of a double ball (oracles/ball.hpp): its midpoint and radius, and Ziv's test of
 /// its rounding to the dtype on doubles just outside the ball.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include "core/certified_value.hpp"
+#include "core/float_format.hpp"
 #include "core/dtype.hpp"
 #include "oracles/ball.hpp"
 #include "oracles/dd_ball.hpp"
 
 namespace normcheck::oracle {
+
+/// Rule C of docs/bounds.md section 18, on the bits of m (f16, bf16 and f32 targets): m a normal
+/// double whose binade e lies in the target's normal range, where the target's spacing is 2^k double
+/// ULPs of m (k = 53 - precision). Its k low mantissa bits `low` against half = 2^(k-1) give
+/// r = round(m) (truncate, or add 2^k: a carry into the exponent is the next binade's power of two),
+/// and the boundary between r and the neighbour across m lies |low - half| ULPs of m away; every other
+/// rounding boundary lies at least half/2 ULPs away (half/2 below a power of two, where the spacing
+/// halves). So no boundary lies within min(|low - half|, half/2) ULPs of m, an exact double (an integer
+/// below 2^52 times a power of two), and every value within off of m rounds to r. On success r is set
+/// and ulp_exp = e - (precision - 1), the exponent of the target's ULP at m. m on a boundary
+/// (low = half: the distance is 0, never decided here), r beyond the largest finite value
+/// (2^(emax + 1)), m outside the target's normal binades (0, subnormal, inf, NaN) and binary64
+/// targets take the slower tests.
+inline bool decided_by_bits(double m, double off, const FloatFormat& f, double& r, int& ulp_exp) {
+  uint64_t bits;
+  std::memcpy(&bits, &m, sizeof bits);
+  const int e = static_cast<int>((bits >> 52) & 0x7ff) - 1023;  // -1023: 0 or subnormal; 1024: inf or NaN
+  if (e < f.emin || e > f.emax || f.precision >= 53) return false;
+  const int k = 53 - f.precision;
+  const uint64_t half = uint64_t{1} << (k - 1), mask = (uint64_t{1} << k) - 1, low = bits & mask;
+  const uint64_t r_bits = (bits & ~mask) + (low > half ? uint64_t{1} << k : 0);
+  if (static_cast<int>((r_bits >> 52) & 0x7ff) - 1023 > f.emax) return false;  // r = 2^(emax + 1): overflows the target
+  const uint64_t dist = std::min(low > half ? low - half : half - low, half / 2);
+  const uint64_t unit_bits = static_cast<uint64_t>(e - 52 + 1023) << 52;  // 2^(e - 52), normal: e >= -126
+  double unit;
+  std::memcpy(&unit, &unit_bits, sizeof unit);
+  if (!(off < static_cast<double>(dist) * unit)) return false;  // NaN or infinite off: not decided here
+  std::memcpy(&r, &r_bits, sizeof r);
+  ulp_exp = e - (f.precision - 1);
+  return true;
+}
+
+/// Rule C for binary64 targets (the double-double ball): hi + lo -+ off rounds to hi when off (a bound
+/// of |lo| + rad) is below the distance from hi to its rounding boundaries: half a spacing above and
+/// below, a quarter below a power of two. Only for binades e in [-960, 1022], where that distance and
+/// the ULP's inverse are normal doubles and hi's neighbours are finite; ulp_exp = e - 52.
+inline bool decided_f64_by_bits(double hi, double off, double& r, int& ulp_exp) {
+  uint64_t bits;
+  std::memcpy(&bits, &hi, sizeof bits);
+  const int e = static_cast<int>((bits >> 52) & 0x7ff) - 1023;
+  if (e < -960 || e > 1022) return false;
+  const bool power_of_two = (bits & ((uint64_t{1} << 52) - 1)) == 0;
+  const uint64_t dist_bits = static_cast<uint64_t>(e - (power_of_two ? 54 : 53) + 1023) << 52;
+  double dist;
+  std::memcpy(&dist, &dist_bits, sizeof dist);
+  if (!(off < dist)) return false;
+  r = hi;
+  ulp_exp = e - 52;
+  return true;
+}
+
+/// 2^k exactly for k in the normal range [-1022, 1023].
+inline double normal_power_of_two(int k) {
+  const uint64_t bits = static_cast<uint64_t>(k + 1023) << 52;
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+/// The certificate of a ball with midpoint hi + lo and radius rad (lo = 0 for the double ball) when
+/// rule C decides it, with its radius in ULPs of the target: the same
+/// certificate as certify_ball / certify_dd_ball and the same radius as radius_in_ulps (rad times
+/// the exact power of two 1 / ULP), without their calls. False: use those.
+inline bool certify_by_bits(double hi, double lo, double rad, const FloatFormat& f, CertifiedValue& out, double& rad_ulps) {
+  const double off = lo == 0 ? rad : (std::fabs(lo) + rad) * (1 + 0x1p-50);  // >= |lo| + rad: (1 - u)^2 (1 + 2^-50) > 1
+  double r;
+  int ulp_exp;
+  const bool decided = f.precision == 53 ? decided_f64_by_bits(hi, off, r, ulp_exp) : decided_by_bits(hi, off, f, r, ulp_exp);
+  if (!decided) return false;
+  out = CertifiedValue{};
+  out.hi = hi;
+  out.lo = lo;
+  out.rad = rad;
+  out.rounded = out.rounded_alt = r;
+  rad_ulps = rad * normal_power_of_two(-ulp_exp);  // ulp_exp in [emin - precision + 1, emax - precision + 1]
+  return true;
+}
 
 /// hi = mid, lo = 0, rad = rad, scale 0; rounded / rounded_alt from the doubles one step outside
 /// mid -+ rad (below and above the real endpoints whatever the rounding of mid -+ rad); an

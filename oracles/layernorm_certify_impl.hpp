@@ -3,6 +3,7 @@
 /// packages the enclosures. Include only from one TU per interval type.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/float_format.hpp"
 #include "oracles/certified_layernorm.hpp"
@@ -24,12 +25,38 @@ CertifiedValue certify_element(const Interval& e, DType dtype) {
 inline CertifiedValue certify_element(const Ball& b, DType dtype) { return certify_ball(b, dtype); }
 inline CertifiedValue certify_element(const DdBall& b, DType dtype) { return certify_dd_ball(b, dtype); }
 
+/// Midpoint (hi + lo) and radius of a ball of either level.
+inline void ball_parts(const Ball& b, double& hi, double& lo, double& rad) {
+  hi = b.mid;
+  lo = 0;
+  rad = b.rad;
+}
+inline void ball_parts(const DdBall& b, double& hi, double& lo, double& rad) {
+  hi = b.hi;
+  lo = b.lo;
+  rad = b.rad;
+}
+
+/// Certifies every output and folds it into out's accounting. Balls go through rule C's inline test
+/// first (certify_by_bits: the same certificate and radius in ULPs as the general path, which takes
+/// the outputs it cannot decide).
 template <class Interval>
 std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dtype, CertifiedLayerNorm& out) {
   std::vector<CertifiedValue> r;
   r.reserve(v.size());
   const FloatFormat& fmt = *dtype_info(dtype).format;
   for (const auto& e : v) {
+    if constexpr (std::is_same_v<Interval, Ball> || std::is_same_v<Interval, DdBall>) {
+      double hi, lo, rad, rad_ulps;
+      ball_parts(e, hi, lo, rad);
+      CertifiedValue& cv = r.emplace_back();
+      if (certify_by_bits(hi, lo, rad, fmt, cv, rad_ulps)) {  // decided, hi normal (nonzero)
+        out.max_err_ulps = std::max(out.max_err_ulps, rad_ulps);
+        out.max_rel_err = std::max(out.max_rel_err, rad / std::fabs(hi));
+        continue;
+      }
+      r.pop_back();
+    }
     r.push_back(certify_element(e, dtype));
     account_element(r.back(), fmt, out);
   }
@@ -130,14 +157,15 @@ CertifiedLayerNorm evaluate_rms(const LayerNormCase& c, bool with_vjp, int preci
   const RmsBlockCase rc = rms_case_of(c);
   const std::vector<Interval> ms = mean_of_squares<Interval>(rc);  // once, for the forward and the VJP
   const std::vector<Interval> r = rms_reciprocal_of(rc, ms);
-  out.y = certify_all(rmsnorm_forward_given(rc, r), c.dtype, out);
+  const std::vector<Interval> z = rmsnorm_normalized(rc, r);  // once, for the forward and the VJP
+  out.y = certify_all(rmsnorm_gain(rc, z), c.dtype, out);
   const std::vector<Interval> zero(r.size(), Interval(0));
   mids(zero, out.mean, out.mean_rad);
   mids(ms, out.var, out.var_rad);
   mids(r, out.rstd, out.rstd_rad);
   if (with_vjp) {
     std::vector<Interval> dg;
-    out.dx = certify_all(rmsnorm_vjp_given(rc, r, to_real<Interval>(c.dy), dg), c.dtype, out);
+    out.dx = certify_all(rmsnorm_vjp_normalized(rc, r, z, to_real<Interval>(c.dy), dg), c.dtype, out);
     out.dgamma = certify_all(dg, c.dtype, out);
   }
   out.certified = out.max_err_ulps <= kRequiredUlpFraction;

@@ -40,13 +40,29 @@ std::vector<Real> rms_reciprocal(const RmsBlockCase& c) {
   return rms_reciprocal_of(c, mean_of_squares<Real>(c));
 }
 
+/// The normalized rows z = r x (rows * n) from the reciprocal RMS of each row: computed once and
+/// shared by the forward and the VJP.
+template <class Real>
+std::vector<Real> rmsnorm_normalized(const RmsBlockCase& c, const std::vector<Real>& r) {
+  std::vector<Real> z(c.x.size());
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t j = 0; j < c.n; ++j) z[i * c.n + j] = r[i] * Real(c.x[i * c.n + j]);
+  return z;
+}
+
+/// RMSNorm forward u = g * z from the normalized rows.
+template <class Real>
+std::vector<Real> rmsnorm_gain(const RmsBlockCase& c, const std::vector<Real>& z) {
+  std::vector<Real> u(z.size());
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t j = 0; j < c.n; ++j) u[i * c.n + j] = Real(c.g[j]) * z[i * c.n + j];
+  return u;
+}
+
 /// RMSNorm forward u = g * r x (rows * n) from the reciprocal RMS of each row.
 template <class Real>
 std::vector<Real> rmsnorm_forward_given(const RmsBlockCase& c, const std::vector<Real>& r) {
-  std::vector<Real> u(c.x.size());
-  for (int64_t i = 0; i < c.rows; ++i)
-    for (int64_t j = 0; j < c.n; ++j) u[i * c.n + j] = Real(c.g[j]) * (r[i] * Real(c.x[i * c.n + j]));
-  return u;
+  return rmsnorm_gain(c, rmsnorm_normalized(c, r));
 }
 
 /// RMSNorm forward u = g * r x (rows * n).
@@ -73,29 +89,35 @@ std::vector<Real> rmsnorm_jvp(const RmsBlockCase& c, const std::vector<Real>& dx
   return du;
 }
 
+/// RMSNorm VJP for the cotangent cu (rows * n) from the reciprocal RMS of each row and the
+/// normalized rows z = r x (rmsnorm_normalized): returns dx; accumulates dg (size n).
+template <class Real>
+std::vector<Real> rmsnorm_vjp_normalized(const RmsBlockCase& c, const std::vector<Real>& r, const std::vector<Real>& z,
+                                         const std::vector<Real>& cu, std::vector<Real>& dg) {
+  std::vector<Real> dx(c.x.size());
+  std::vector<sum_of_t<Real>> dgs(static_cast<size_t>(c.n));
+  std::vector<Real> v(static_cast<size_t>(c.n));  // g * cu of the row
+  for (int64_t i = 0; i < c.rows; ++i) {
+    sum_of_t<Real> sum_vz{};
+    for (int64_t j = 0; j < c.n; ++j) {
+      v[j] = Real(c.g[j]) * cu[i * c.n + j];
+      sum_vz += v[j] * z[i * c.n + j];
+      dgs[j] += cu[i * c.n + j] * z[i * c.n + j];
+    }
+    const Real mean_vz = total(sum_vz) / Real(static_cast<double>(c.n));
+    for (int64_t j = 0; j < c.n; ++j) dx[i * c.n + j] = r[i] * (v[j] - z[i * c.n + j] * mean_vz);
+  }
+  dg.clear();
+  for (const auto& e : dgs) dg.push_back(total(e));
+  return dx;
+}
+
 /// RMSNorm VJP for the cotangent cu (rows * n) from the reciprocal RMS of each row: returns dx;
 /// accumulates dg (size n).
 template <class Real>
 std::vector<Real> rmsnorm_vjp_given(const RmsBlockCase& c, const std::vector<Real>& r, const std::vector<Real>& cu,
                                     std::vector<Real>& dg) {
-  std::vector<Real> dx(c.x.size());
-  std::vector<sum_of_t<Real>> dgs(static_cast<size_t>(c.n));
-  for (int64_t i = 0; i < c.rows; ++i) {
-    sum_of_t<Real> sum_vz{};
-    for (int64_t j = 0; j < c.n; ++j) {
-      const Real z = r[i] * Real(c.x[i * c.n + j]);
-      sum_vz += Real(c.g[j]) * cu[i * c.n + j] * z;
-      dgs[j] += cu[i * c.n + j] * z;
-    }
-    const Real mean_vz = total(sum_vz) / Real(static_cast<double>(c.n));
-    for (int64_t j = 0; j < c.n; ++j) {
-      const Real z = r[i] * Real(c.x[i * c.n + j]);
-      dx[i * c.n + j] = r[i] * (Real(c.g[j]) * cu[i * c.n + j] - z * mean_vz);
-    }
-  }
-  dg.clear();
-  for (const auto& e : dgs) dg.push_back(total(e));
-  return dx;
+  return rmsnorm_vjp_normalized(c, r, rmsnorm_normalized(c, r), cu, dg);
 }
 
 /// dg_j = sum_i cu_ij (r_i x_ij) for the columns `cols` only (cu: rows * n exact doubles):
