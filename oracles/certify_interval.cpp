@@ -78,9 +78,33 @@ void decide_rounding(mpfr_srcptr left, mpfr_srcptr right, DType dtype, Certified
 
 }  // namespace
 
+namespace {
+
+/// The six temporaries of certify_interval, kept per thread and resized only when the precision
+/// changes (issue 17: six allocations and frees per certified output otherwise). mpfr_set_prec
+/// reuses the significand's storage when it is large enough; every temporary is overwritten before
+/// it is read.
+struct CertifyTemps {
+  mpfr_prec_t prec = 0;
+  MpfrTemp left{MPFR_PREC_MIN}, right{MPFR_PREC_MIN}, mid{MPFR_PREC_MIN}, tail{MPFR_PREC_MIN}, a{MPFR_PREC_MIN}, b{MPFR_PREC_MIN};
+  void use(mpfr_prec_t p) {
+    if (p == prec) return;
+    for (mpfr_ptr t : {left.v, right.v, mid.v, tail.v, a.v, b.v}) mpfr_set_prec(t, p);
+    prec = p;
+  }
+};
+
+CertifyTemps& certify_temps(mpfr_prec_t prec) {
+  thread_local CertifyTemps temps;
+  temps.use(prec);
+  return temps;
+}
+
+}  // namespace
+
 CertifiedValue certify_interval(mpfi_srcptr v, DType dtype) {
-  const mpfr_prec_t prec = mpfi_get_prec(v) + 8;
-  MpfrTemp left(prec), right(prec), mid(prec), tail(prec), a(prec), b(prec);
+  CertifyTemps& t = certify_temps(mpfi_get_prec(v) + 8);
+  MpfrTemp &left = t.left, &right = t.right, &mid = t.mid, &tail = t.tail, &a = t.a, &b = t.b;
   mpfi_get_left(left.v, v);
   mpfi_get_right(right.v, v);
   CertifiedValue out;
