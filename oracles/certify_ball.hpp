@@ -14,8 +14,9 @@
 namespace normcheck::oracle {
 
 /// Rule C of docs/bounds.md section 18, on the bits of m (f16, bf16 and f32 targets): m a normal
-/// double whose binade e lies in the target's normal range, where the target's spacing is 2^k double
-/// ULPs of m (k = 53 - precision). Its k low mantissa bits `low` against half = 2^(k-1) give
+/// double of binade e <= emax, where the target's spacing is 2^k double ULPs of m (k = 53 - precision
+/// in the target's normal binades, k = 53 - precision + emin - e in its subnormal range, at most 52:
+/// m at least the target's smallest subnormal). Its k low mantissa bits `low` against half = 2^(k-1) give
 /// r = round(m) (truncate, or add 2^k: a carry into the exponent is the next binade's power of two),
 /// and the boundary between r and the neighbour across m lies |low - half| ULPs of m away; every other
 /// rounding boundary lies at least half/2 ULPs away (half/2 below a power of two, where the spacing
@@ -23,24 +24,24 @@ namespace normcheck::oracle {
 /// below 2^52 times a power of two), and every value within off of m rounds to r. On success r is set
 /// and ulp_exp = e - (precision - 1), the exponent of the target's ULP at m. m on a boundary
 /// (low = half: the distance is 0, never decided here), r beyond the largest finite value
-/// (2^(emax + 1)), m outside the target's normal binades (0, subnormal, inf, NaN) and binary64
-/// targets take the slower tests.
+/// (2^(emax + 1)), m beyond emax, below the target's smallest subnormal, 0, a subnormal double, inf
+/// or NaN, and binary64 targets take the slower tests (certify_by_bits decides exact zeros itself).
 inline bool decided_by_bits(double m, double off, const FloatFormat& f, double& r, int& ulp_exp) {
   uint64_t bits;
   std::memcpy(&bits, &m, sizeof bits);
   const int e = static_cast<int>((bits >> 52) & 0x7ff) - 1023;  // -1023: 0 or subnormal; 1024: inf or NaN
-  if (e < f.emin || e > f.emax || f.precision >= 53) return false;
-  const int k = 53 - f.precision;
+  const int k = 53 - f.precision + std::max(0, f.emin - e);      // the target's subnormals: a fixed spacing
+  if (e < -1022 || e > f.emax || f.precision >= 53 || k > 52) return false;
   const uint64_t half = uint64_t{1} << (k - 1), mask = (uint64_t{1} << k) - 1, low = bits & mask;
   const uint64_t r_bits = (bits & ~mask) + (low > half ? uint64_t{1} << k : 0);
   if (static_cast<int>((r_bits >> 52) & 0x7ff) - 1023 > f.emax) return false;  // r = 2^(emax + 1): overflows the target
   const uint64_t dist = std::min(low > half ? low - half : half - low, half / 2);
-  const uint64_t unit_bits = static_cast<uint64_t>(e - 52 + 1023) << 52;  // 2^(e - 52), normal: e >= -126
+  const uint64_t unit_bits = static_cast<uint64_t>(e - 52 + 1023) << 52;  // 2^(e - 52), normal: k <= 52 gives e >= emin - precision + 1 >= -149
   double unit;
   std::memcpy(&unit, &unit_bits, sizeof unit);
   if (!(off < static_cast<double>(dist) * unit)) return false;  // NaN or infinite off: not decided here
   std::memcpy(&r, &r_bits, sizeof r);
-  ulp_exp = e - (f.precision - 1);
+  ulp_exp = std::max(e, f.emin) - (f.precision - 1);
   return true;
 }
 
@@ -76,6 +77,22 @@ inline double normal_power_of_two(int k) {
 /// certificate as certify_ball / certify_dd_ball and the same radius as radius_in_ulps (rad times
 /// the exact power of two 1 / ULP), without their calls. False: use those.
 inline bool certify_by_bits(double hi, double lo, double rad, const FloatFormat& f, CertifiedValue& out, double& rad_ulps) {
+  if (hi == 0 && lo == 0 && rad == 0) {  // an exact zero: rounds to itself, radius 0
+    out = CertifiedValue{};
+    out.hi = out.rounded = out.rounded_alt = hi;
+    rad_ulps = 0;
+    return true;
+  }
+  if (hi == 0 && lo == 0 && f.precision < 53) {  // [-rad, rad] with rad below half the smallest subnormal: the value
+    if (!(rad < normal_power_of_two(f.emin - f.precision))) return false;  // rounds to 0, its sign undecided (not judged)
+    out = CertifiedValue{};
+    out.hi = hi;
+    out.rad = rad;
+    out.rounded = out.rounded_alt = 0.0;
+    out.zero_sign_undecided = true;
+    rad_ulps = rad * normal_power_of_two(f.precision - 1 - f.emin);  // 1 / ulp(0), the smallest subnormal's inverse
+    return true;
+  }
   const double off = lo == 0 ? rad : (std::fabs(lo) + rad) * (1 + 0x1p-50);  // >= |lo| + rad: (1 - u)^2 (1 + 2^-50) > 1
   double r;
   int ulp_exp;

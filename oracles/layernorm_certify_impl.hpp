@@ -50,9 +50,9 @@ std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dt
       double hi, lo, rad, rad_ulps;
       ball_parts(e, hi, lo, rad);
       CertifiedValue& cv = r.emplace_back();
-      if (certify_by_bits(hi, lo, rad, fmt, cv, rad_ulps)) {  // decided, hi normal (nonzero)
+      if (certify_by_bits(hi, lo, rad, fmt, cv, rad_ulps)) {  // decided: account it as account_element would
         out.max_err_ulps = std::max(out.max_err_ulps, rad_ulps);
-        out.max_rel_err = std::max(out.max_rel_err, rad / std::fabs(hi));
+        if (hi != 0) out.max_rel_err = std::max(out.max_rel_err, rad / std::fabs(hi));
         continue;
       }
       r.pop_back();

@@ -1,5 +1,5 @@
 // Rule C (docs/bounds.md section 18): the oracle's inline certification of a ball's rounding on the
-// bits of its midpoint. Checked against exact comparisons in MPFR (2,400 bits hold every sum of
+// bits of its midpoint (the target's normal and subnormal binades, zero midpoints). Checked against exact comparisons in MPFR (2,400 bits hold every sum of
 // doubles exactly): whenever rule C decides, every real number of the ball lies strictly between
 // the rounding boundaries around r (the midpoints to r's neighbours in the target format, and the
 // overflow threshold above the largest finite value), r is a value of the format and the radius in
@@ -65,9 +65,9 @@ void boundary(double r, double q, const FloatFormat& f, Exact& out) {
 /// smallest normal, a few double ULPs off, or anywhere in the format's normal range.
 double adversarial_midpoint(const FloatFormat& f) {
   const double sign = *rc::gen::element(-1.0, 1.0);
-  const int e = *rc::gen::inRange(f.emin - 2, f.emax + 1);
   const int p = f.precision;
-  const double spacing = std::ldexp(1.0, e - (p - 1));
+  const int e = *rc::gen::inRange(f.emin - p - 2, f.emax + 1);  // the target's subnormals, and below them
+  const double spacing = ulp_at(std::ldexp(1.0, e), f);
   const double base = std::ldexp(1.0, e) + spacing * static_cast<double>(*rc::gen::inRange<int64_t>(0, int64_t{1} << std::min(p - 1, 20)));
   double m = base;
   switch (*rc::gen::inRange(0, 6)) {
@@ -103,6 +103,20 @@ double adversarial_radius(double m, const FloatFormat& f) {
 /// strictly inside r's rounding interval, the radius in ULPs the general accounting's.
 void check_sound(double hi, double lo, double rad, const CertifiedValue& cv, double rad_ulps, const FloatFormat& f) {
   const double r = cv.rounded;
+  if (r == 0 && rad == 0) {  // an exact zero is decided to itself, with its own sign
+    RC_ASSERT(hi == 0 && lo == 0 && rad_ulps == 0.0 && cv.rounding_decided && cv.rounded_alt == 0);
+    RC_ASSERT(std::signbit(r) == std::signbit(hi) && !cv.zero_sign_undecided);
+    return;
+  }
+  if (r == 0) {  // a zero midpoint: every point within half the smallest subnormal of 0, the sign undecided
+    RC_ASSERT(hi == 0 && lo == 0 && cv.rounding_decided && cv.zero_sign_undecided && cv.rounded_alt == 0);
+    Exact high, half_min;
+    high.add(rad);
+    half_min.add(decode_bits(1, f)).half();
+    RC_ASSERT(high < half_min);
+    RC_ASSERT(rad_ulps == oracle::radius_in_ulps(cv, f));
+    return;
+  }
   RC_ASSERT(cv.rounding_decided);
   RC_ASSERT(cv.rounded_alt == r);
   RC_ASSERT(std::isfinite(r));
@@ -122,14 +136,19 @@ void check_sound(double hi, double lo, double rad, const CertifiedValue& cv, dou
 void check_one_double_ball() {
   const DType dtype = *rc::gen::element(DType::f16, DType::bf16, DType::f32);
   const FloatFormat& f = format_of(dtype);
-  const double m = adversarial_midpoint(f), rad = adversarial_radius(m, f);
+  const bool zero = *rc::gen::inRange(0, 20) == 0;
+  const double m = zero ? *rc::gen::element(0.0, -0.0) : adversarial_midpoint(f);
+  const double half_min = decode_bits(1, f) / 2;  // half the smallest subnormal, and its neighbours
+  const double zero_rad = *rc::gen::element(0.0, half_min, std::nextafter(half_min, 0.0), std::nextafter(half_min, 1.0), half_min / 1024);
+  const double rad = zero ? zero_rad : adversarial_radius(m, f);
   CertifiedValue cv;
   double rad_ulps = 0;
   const bool decided = oracle::certify_by_bits(m, 0.0, rad, f, cv, rad_ulps);
   if (decided) {
     check_sound(m, 0.0, rad, cv, rad_ulps, f);
     const CertifiedValue general = oracle::certify_ball(oracle::Ball(m, rad), dtype);
-    RC_ASSERT(general.rounding_decided && general.rounded == cv.rounded);
+    RC_ASSERT(general.rounding_decided && general.rounded == cv.rounded && std::signbit(general.rounded) == std::signbit(cv.rounded));
+    RC_ASSERT(general.zero_sign_undecided == cv.zero_sign_undecided && general.rounded_alt == cv.rounded_alt);
   }
 }
 
