@@ -21,26 +21,10 @@ uint64_t bits_of(double d) {
   return b;
 }
 
-double from_bits(uint64_t b) {
-  double d;
-  std::memcpy(&d, &b, 8);
-  return d;
-}
-
 constexpr uint64_t kDoubleMantissa = (uint64_t{1} << 52) - 1;
 
-/// 2^k exactly, for k in [-1074, 1023].
-double pow2(int k) {
-  return k >= -1022 ? from_bits(static_cast<uint64_t>(k + 1023) << 52) : from_bits(uint64_t{1} << (k + 1074));
-}
-
-/// floor(log2(a)) for a finite a > 0 (subnormal doubles included).
-int exponent_of(double a) {
-  const uint64_t b = bits_of(a);
-  const int field = static_cast<int>((b >> 52) & 0x7ff);
-  if (field != 0) return field - 1023;
-  return 63 - __builtin_clzll(b & kDoubleMantissa) - 1074;
-}
+using float_format_detail::exponent_of;
+using float_format_detail::pow2;
 
 uint64_t sign_mask(const FloatFormat& f) { return uint64_t{1} << (f.total_bits - 1); }
 int mantissa_bits(const FloatFormat& f) { return f.precision - 1; }
@@ -113,14 +97,6 @@ double round_to_format_value(double x, const FloatFormat& f) {
 uint64_t round_to_format(double x, const FloatFormat& f) { return encode_exact(round_to_format_value(x, f), f); }
 
 double round_to_format_double(double x, const FloatFormat& f) { return round_to_format_value(x, f); }
-
-double ulp_at(double x, const FloatFormat& f) {
-  const double a = std::fabs(x);
-  if (std::isinf(a)) return pow2(f.emax - (f.precision - 1));  // the top binade's spacing
-  if (a == 0.0 || std::isnan(a)) return pow2(f.emin - (f.precision - 1));
-  const int e = std::min(std::max(exponent_of(a), f.emin), f.emax);
-  return pow2(e - (f.precision - 1));
-}
 
 int64_t ordered_key(uint64_t bits, const FloatFormat& f) {
   const uint64_t magnitude = bits & (sign_mask(f) - 1);

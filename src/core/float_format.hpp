@@ -1,6 +1,9 @@
 #pragma once
 /// Bit-level encoding and correctly rounded conversion for binary floating-point formats.
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace normcheck {
 
@@ -32,9 +35,37 @@ double round_to_format_double(double x, const FloatFormat& fmt);
 /// Largest finite value of `fmt`.
 double max_finite(const FloatFormat& fmt);
 
+namespace float_format_detail {
+
+/// 2^k exactly, for k in [-1074, 1023], from its bit pattern.
+inline double pow2(int k) {
+  const uint64_t bits = k >= -1022 ? static_cast<uint64_t>(k + 1023) << 52 : uint64_t{1} << (k + 1074);
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+/// floor(log2(a)) for a finite a > 0 (subnormal doubles included), from its bits.
+inline int exponent_of(double a) {
+  uint64_t b;
+  std::memcpy(&b, &a, sizeof b);
+  const int field = static_cast<int>((b >> 52) & 0x7ff);
+  if (field != 0) return field - 1023;
+  return 63 - __builtin_clzll(b & ((uint64_t{1} << 52) - 1)) - 1074;
+}
+
+}  // namespace float_format_detail
+
 /// Spacing of `fmt` at |x| (ulp), floored at the subnormal spacing; for +-inf, the spacing of the
-/// top binade (the ULP of the largest finite value).
-double ulp_at(double x, const FloatFormat& fmt);
+/// top binade (the ULP of the largest finite value). Inline: every judged element needs it.
+inline double ulp_at(double x, const FloatFormat& f) {
+  using namespace float_format_detail;
+  const double a = std::fabs(x);
+  if (std::isinf(a)) return pow2(f.emax - (f.precision - 1));  // the top binade's spacing
+  if (a == 0.0 || std::isnan(a)) return pow2(f.emin - (f.precision - 1));
+  const int e = std::min(std::max(exponent_of(a), f.emin), f.emax);
+  return pow2(e - (f.precision - 1));
+}
 
 /// Monotone integer key of a bit pattern: consecutive finite values differ by 1, -0 and +0 by 1.
 int64_t ordered_key(uint64_t bits, const FloatFormat& fmt);

@@ -1,9 +1,11 @@
 #include "suite/judge.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "core/bounds.hpp"
+#include "core/rng.hpp"
 
 namespace normcheck {
 
@@ -37,6 +39,20 @@ const std::vector<double>& kernel_output(const KernelOutputs& out, const std::st
   return output == "dgamma" ? out.dgamma : out.dbeta;
 }
 
+/// Names the pair (kernel value, correctly rounded reference) of an element for the bias
+/// statistic's clusters: equal pairs, equal keys (the raw bits of a double identify a dtype value as
+/// its encoding does). Two SplitMix64 rounds, so distinct pairs share a key with probability about
+/// 2^-64; 0 is reserved for "left out".
+uint64_t value_pair_key(double got, double rounded) {
+  uint64_t a, b;
+  std::memcpy(&a, &got, sizeof a);
+  std::memcpy(&b, &rounded, sizeof b);
+  uint64_t state = a;
+  state = splitmix64(state) ^ b;
+  const uint64_t key = splitmix64(state);
+  return key == 0 ? 1 : key;
+}
+
 }  // namespace
 
 OutputJudgement judge_tensor(const std::string& name, const std::vector<double>& got,
@@ -60,10 +76,7 @@ OutputJudgement judge_tensor(const std::string& name, const std::vector<double>&
     if (bias && !e.bound_void && !e.unjudged() && e.kernel_finite && !e.rounding_undecided && ref[i].hi != 0) {
       bias->rho[i] = e.signed_ratio;
       bias->s[i] = std::copysign(ulp_at(std::fabs(ref[i].approx()), fmt) / (verdict.bound[i] * max_ratio), ref[i].hi);
-      uint64_t key = 1469598103934665603ull;
-      mix(key, encode_exact(got[i], fmt));
-      mix(key, encode_exact(ref[i].rounded, fmt));
-      bias->cluster[i] = key;
+      bias->cluster[i] = value_pair_key(got[i], ref[i].rounded);
     }
     if (own) {
       ElementError o = measure_element(got[i], ref[i], dtype, own->bound[i] * max_ratio, {}, Judging::rigor);
