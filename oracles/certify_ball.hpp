@@ -1,6 +1,7 @@
 #pragma once
-/// The certificate of a double ball (oracles/ball.hpp): its midpoint and radius, and Ziv's test of
-/// its rounding to the dtype on doubles just outside the ball.
+/// The certificate of a double ball (oracles/ball.hpp) or double-double ball (oracles/dd_ball.hpp):
+/// its midpoint and radius, and its rounding to the dtype decided first on the bits of the midpoint
+/// (rule C, inline) and otherwise by Ziv's test on doubles just outside the ball.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -22,7 +23,7 @@ namespace normcheck::oracle {
 /// rounding boundary lies at least half/2 ULPs away (half/2 below a power of two, where the spacing
 /// halves). So no boundary lies within min(|low - half|, half/2) ULPs of m, an exact double (an integer
 /// below 2^52 times a power of two), and every value within off of m rounds to r. On success r is set
-/// and ulp_exp = e - (precision - 1), the exponent of the target's ULP at m. m on a boundary
+/// and ulp_exp = max(e, emin) - (precision - 1), the exponent of the target's ULP at m. m on a boundary
 /// (low = half: the distance is 0, never decided here), r beyond the largest finite value
 /// (2^(emax + 1)), m beyond emax, below the target's smallest subnormal, 0, a subnormal double, inf
 /// or NaN, and binary64 targets take the slower tests (certify_by_bits decides exact zeros itself).
@@ -36,9 +37,7 @@ inline bool decided_by_bits(double m, double off, const FloatFormat& f, double& 
   const uint64_t r_bits = (bits & ~mask) + (low > half ? uint64_t{1} << k : 0);
   if (static_cast<int>((r_bits >> 52) & 0x7ff) - 1023 > f.emax) return false;  // r = 2^(emax + 1): overflows the target
   const uint64_t dist = std::min(low > half ? low - half : half - low, half / 2);
-  const uint64_t unit_bits = static_cast<uint64_t>(e - 52 + 1023) << 52;  // 2^(e - 52), normal: k <= 52 gives e >= emin - precision + 1 >= -149
-  double unit;
-  std::memcpy(&unit, &unit_bits, sizeof unit);
+  const double unit = float_format_detail::pow2(e - 52);  // normal: k <= 52 gives e >= emin - precision + 1 >= -149
   if (!(off < static_cast<double>(dist) * unit)) return false;  // NaN or infinite off: not decided here
   std::memcpy(&r, &r_bits, sizeof r);
   ulp_exp = std::max(e, f.emin) - (f.precision - 1);
@@ -55,21 +54,10 @@ inline bool decided_f64_by_bits(double hi, double off, double& r, int& ulp_exp) 
   const int e = static_cast<int>((bits >> 52) & 0x7ff) - 1023;
   if (e < -960 || e > 1022) return false;
   const bool power_of_two = (bits & ((uint64_t{1} << 52) - 1)) == 0;
-  const uint64_t dist_bits = static_cast<uint64_t>(e - (power_of_two ? 54 : 53) + 1023) << 52;
-  double dist;
-  std::memcpy(&dist, &dist_bits, sizeof dist);
-  if (!(off < dist)) return false;
+  if (!(off < float_format_detail::pow2(e - (power_of_two ? 54 : 53)))) return false;
   r = hi;
   ulp_exp = e - 52;
   return true;
-}
-
-/// 2^k exactly for k in the normal range [-1022, 1023].
-inline double normal_power_of_two(int k) {
-  const uint64_t bits = static_cast<uint64_t>(k + 1023) << 52;
-  double d;
-  std::memcpy(&d, &bits, sizeof d);
-  return d;
 }
 
 /// The certificate of a ball with midpoint hi + lo and radius rad (lo = 0 for the double ball) when
@@ -84,13 +72,13 @@ inline bool certify_by_bits(double hi, double lo, double rad, const FloatFormat&
     return true;
   }
   if (hi == 0 && lo == 0 && f.precision < 53) {  // [-rad, rad] with rad below half the smallest subnormal: the value
-    if (!(rad < normal_power_of_two(f.emin - f.precision))) return false;  // rounds to 0, its sign undecided (not judged)
+    if (!(rad < float_format_detail::pow2(f.emin - f.precision))) return false;  // rounds to 0, its sign undecided (not judged)
     out = CertifiedValue{};
     out.hi = hi;
     out.rad = rad;
     out.rounded = out.rounded_alt = 0.0;
     out.zero_sign_undecided = true;
-    rad_ulps = rad * normal_power_of_two(f.precision - 1 - f.emin);  // 1 / ulp(0), the smallest subnormal's inverse
+    rad_ulps = rad * float_format_detail::pow2(f.precision - 1 - f.emin);  // 1 / ulp(0), the smallest subnormal's inverse
     return true;
   }
   const double off = lo == 0 ? rad : (std::fabs(lo) + rad) * (1 + 0x1p-50);  // >= |lo| + rad: (1 - u)^2 (1 + 2^-50) > 1
@@ -103,7 +91,7 @@ inline bool certify_by_bits(double hi, double lo, double rad, const FloatFormat&
   out.lo = lo;
   out.rad = rad;
   out.rounded = out.rounded_alt = r;
-  rad_ulps = rad * normal_power_of_two(-ulp_exp);  // ulp_exp in [emin - precision + 1, emax - precision + 1]
+  rad_ulps = rad * float_format_detail::pow2(-ulp_exp);  // ulp_exp in [emin - precision + 1, emax - precision + 1]
   return true;
 }
 
