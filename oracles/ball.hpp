@@ -59,9 +59,13 @@ struct Ball {
   friend Ball operator-(const Ball& a, const Ball& b) { return a + (-b); }
 
   /// |xy - ab| <= |a| rb + ra |b| + ra rb for x in a, y in b; |fl(ab) - ab| <= u |fl(ab)| + eta / 2.
+  /// An exact zero times a bounded ball is exactly zero (as in the double-double ball): the normalized
+  /// rows of constant inputs, z = 0 r, stay exact, and so do the outputs built from them.
   friend Ball operator*(const Ball& a, const Ball& b) {
     using namespace ball_detail;
     const double m = a.mid * b.mid;
+    const bool exact_zero_factor = (a.mid == 0 && a.rad == 0) || (b.mid == 0 && b.rad == 0);
+    if (exact_zero_factor && a.bounded() && b.bounded()) return {m, 0.0};
     return {m, up(std::fabs(a.mid) * b.rad + a.rad * std::fabs(b.mid) + a.rad * b.rad + kU * std::fabs(m) + kEta)};
   }
 

@@ -58,6 +58,7 @@ double adversarial_double() {
 Ball adversarial_ball() {
   const double m = adversarial_double();
   const int r = *rc::gen::inRange(0, 4);
+  if (m == 0 && r != 0) return {m, std::ldexp(1.0, -*rc::gen::inRange(0, 1075))};  // a zero midpoint, any radius
   const double rad = r == 0 ? 0.0 : std::fabs(m) * std::ldexp(1.0, -*rc::gen::inRange(10, 60)) + (r == 3 ? 0x1p-1070 : 0.0);
   return {m, rad};
 }
