@@ -159,13 +159,44 @@ TEST(Shards, MoreShardsThanDtypeUnitsStillMergeBitForBit) {
   EXPECT_FALSE(load(merged).contains("shard_items"));
   int64_t spanning = 0;  // per-op records whose cases ran on more than one shard
   std::map<size_t, std::set<int>> shards_of_record;
+  std::map<int64_t, std::set<int>> shards_of_case;  // a case's LayerNorm and RMSNorm units are two shard units
   for (int i = 0; i < 11; ++i) {
     const nlohmann::json shard = load(dir / ("shard" + std::to_string(i) + ".json"));
-    for (const auto& item : shard.at("shard_items"))
+    for (const auto& item : shard.at("shard_items")) {
+      shards_of_case[item.at("item").get<int64_t>()].insert(i);
       for (const auto& p : item.at("partials")) shards_of_record[p.at("record").get<size_t>()].insert(i);
+    }
   }
   for (const auto& [record, on] : shards_of_record) spanning += on.size() > 1;
   EXPECT_GT(spanning, 100);
+  int64_t split_cases = 0;
+  for (const auto& [item, on] : shards_of_case) split_cases += on.size() > 1;
+  EXPECT_GT(split_cases, 10) << "cases whose two families ran on two shards and were joined by merge";
+}
+
+TEST(Shards, MergeRefusesACaseWhoseFamiliesTwoShardsBothRan) {
+  // Two shards that both claim a case's LayerNorm kernels (an edited or mismatched shard): merge
+  // refuses with one line instead of folding the case twice.
+  const fs::path dir = scratch() / "family_twice";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string opts = "run --quiet --suite quick --ops layernorm_forward rmsnorm_forward --dtypes f32 ";
+  for (int i = 0; i < 2; ++i)
+    ASSERT_LE(run_cli(opts + "--shard " + std::to_string(i) + "/2 --out " + (dir / ("s" + std::to_string(i) + ".json")).string()).exit_code, 1);
+  nlohmann::json s0 = load(dir / "s0.json"), s1 = load(dir / "s1.json");
+  nlohmann::json* ln = nullptr;  // a LayerNorm part in shard 0
+  for (auto& item : s0.at("shard_items"))
+    if (item.at("families").at(0).get<bool>()) ln = &item;
+  ASSERT_NE(ln, nullptr);
+  nlohmann::json copy = *ln;
+  copy["families"] = {true, false};
+  s1["shard_items"].push_back(copy);
+  std::ofstream(dir / "s1.json") << s1.dump();
+  const Outcome m = run_cli("merge " + (dir / "s0.json").string() + " " + (dir / "s1.json").string() + " --out " + (dir / "m.json").string());
+  EXPECT_EQ(m.exit_code, 2);
+  EXPECT_NE(m.err.find("cover the LayerNorm kernels twice"), std::string::npos) << m.err;
+  EXPECT_EQ(std::count(m.err.begin(), m.err.end(), '\n'), 1) << m.err;
+  EXPECT_FALSE(fs::exists(dir / "m.json"));
 }
 
 TEST(Shards, TheGnuParallelRecipeAsDocumentedEqualsTheUnshardedRun) {

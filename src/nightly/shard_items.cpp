@@ -118,6 +118,7 @@ json shard_items_json(const std::vector<std::pair<int64_t, CaseResult>>& items) 
                    {"rows", item.rows},
                    {"n", item.n},
                    {"eps", hexfloat(item.eps)},
+                   {"families", {item.families[0], item.families[1]}},
                    {"oracle", oracle},
                    {"partials", partials}});
   }
@@ -134,6 +135,7 @@ std::vector<std::pair<int64_t, CaseResult>> shard_items_from_json(const json& j)
       item.rows = e.at("rows").get<int64_t>();
       item.n = e.at("n").get<int64_t>();
       item.eps = parse_hexfloat(e.at("eps").get<std::string>());
+      item.families = {e.at("families").at(0).get<bool>(), e.at("families").at(1).get<bool>()};
       for (const json& o : e.at("oracle"))
         item.oracle[o.at(0).get<bool>()] = {parse_hexfloat(o.at(1).get<std::string>()), o.at(2).get<int>(), o.at(3).get<bool>()};
       for (const json& p : e.at("partials")) item.partials.push_back(partial_from(p));

@@ -36,18 +36,25 @@ std::vector<std::string_view> op_names() {
 class PerOpRun final : public SectionRun {
  public:
   explicit PerOpRun(RunConfig cfg) : cfg_(std::move(cfg)) {}
-  int64_t shard_units() const override { return static_cast<int64_t>(per_op_items(cfg_).size()); }  // one case each
+  /// Two per case (family_unit): its LayerNorm and its RMSNorm kernels.
+  int64_t shard_units() const override { return kUnitsPerCase * static_cast<int64_t>(per_op_items(cfg_).size()); }
   void set_shard(const ShardSpec& shard) override { cfg_.shard = shard; }
   int64_t planned_cases() const override { return normcheck::planned_cases(cfg_); }
-  /// A case costs about 1 ms, 0.6 us per element for the oracle and 0.3 us per element and kernel
-  /// for running, bounding and judging (fitted on the default suite, docs/nightly.md).
+  /// A family unit of a case costs about 0.5 ms, 0.3 us per element for its oracle and 0.3 us per
+  /// element and kernel of the family for running, bounding and judging (fitted on the default
+  /// suite, docs/nightly.md); a family without a kernel of the case's dtype costs nothing.
   std::vector<double> unit_costs() const override {
-    std::map<DType, int> kernels;
-    for (const KernelEntry* k : selected_kernels(cfg_)) ++kernels[k->storage];
+    const auto kernels = selected_kernels(cfg_);
+    std::map<std::pair<DType, bool>, int> per_family;
+    for (const KernelEntry* k : kernels) ++per_family[{k->storage, is_rmsnorm(k->op)}];
     std::vector<double> costs;
     for (const WorkItem& w : per_op_items(cfg_)) {
       const auto [rows, n] = suite_case_shape(cfg_, w);
-      costs.push_back(1e-3 + static_cast<double>(rows * n) * (6e-7 + 3e-7 * kernels[w.dtype]));
+      const OpFamilies live = live_families(kernels, w.dtype);
+      for (bool rms : {false, true}) {
+        const int count = per_family[{w.dtype, rms}];
+        costs.push_back(live[rms] ? 5e-4 + static_cast<double>(rows * n) * (3e-7 + 3e-7 * count) : 0.0);
+      }
     }
     return costs;
   }
@@ -108,28 +115,50 @@ Record planned_record(const json& j) {
   return r;
 }
 
-/// The per-op records of shards that carry their cases (`shard_items`): every case folded in case
-/// order into the planned records with the run's own fold, then written by the run's own writer, so
-/// the merged section is the unsharded run's bit for bit.
+/// The op families with records of each dtype: those a case of the dtype runs (live_families).
+std::map<DType, OpFamilies> planned_families(const std::vector<Record>& records, const std::vector<DType>& dtypes) {
+  std::map<DType, OpFamilies> live;
+  for (DType dt : dtypes) live[dt] = {};
+  for (const Record& rec : records) live[rec.key.storage][is_rmsnorm(rec.key.op)] = true;
+  for (auto& [dt, families] : live)
+    if (!families[0] && !families[1]) families[0] = true;
+  return live;
+}
+
+/// The shards' cases, in case order, each case's parts (its families, from one or two shards)
+/// joined into one. Throws std::invalid_argument when they are not parts of one run.
+std::vector<std::pair<int64_t, CaseResult>> joined_shard_items(const std::vector<nightly::ShardReport>& shards, size_t cases) {
+  std::vector<std::pair<int64_t, CaseResult>> items, joined;
+  for (const nightly::ShardReport& s : shards)
+    for (auto& item : nightly::shard_items_from_json(s.report.at("shard_items"))) items.push_back(std::move(item));
+  std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [index, item] : items) {
+    if (index < 0 || index >= static_cast<int64_t>(cases))
+      throw std::invalid_argument(fmt::format("the shards' per-op cases do not form one run (case {} is out of range)", index));
+    if (!joined.empty() && joined.back().first == index)
+      join_case_pieces(index, joined.back().second, std::move(item));
+    else
+      joined.emplace_back(index, std::move(item));
+  }
+  return joined;
+}
+
+/// The per-op records of shards that carry their cases (`shard_items`): every case, its parts
+/// joined, folded in case order into the planned records with the run's own fold, then written by
+/// the run's own writer, so the merged section is the unsharded run's bit for bit. A case is done
+/// when every family it runs is there (a shard may have been interrupted).
 RunResult fold_shard_items(const std::vector<nightly::ShardReport>& shards, const RunConfig& cfg) {
   RunResult r;
   for (const json& rec : shards.front().report.at("records")) r.records.push_back(planned_record(rec));
-  std::vector<std::pair<int64_t, CaseResult>> items;
-  for (const nightly::ShardReport& s : shards) {
-    for (auto& item : nightly::shard_items_from_json(s.report.at("shard_items"))) items.push_back(std::move(item));
-    r.cases_planned += s.report.at("run").value("cases_planned", int64_t{0});
-  }
-  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   const std::vector<WorkItem> work = per_op_items(cfg);
-  for (size_t k = 0; k < items.size(); ++k) {
-    const auto& [index, item] = items[k];
-    if (index < 0 || index >= static_cast<int64_t>(work.size()) || (k > 0 && items[k - 1].first == index))
-      throw std::invalid_argument(fmt::format("the shards' per-op cases do not form one run (case {} {})", index,
-                                              k > 0 && items[k - 1].first == index ? "appears twice" : "is out of range"));
+  const std::map<DType, OpFamilies> live = planned_families(r.records, cfg.dtypes);
+  r.cases_planned = static_cast<int64_t>(work.size());
+  for (const auto& [index, item] : joined_shard_items(shards, work.size())) {
     for (const CasePartial& p : item.partials)
       if (p.record >= r.records.size()) throw std::invalid_argument("a shard's case names a record the shards do not have");
-    merge_item(work[static_cast<size_t>(index)], index, cfg, item, r.records);
-    ++r.cases_done;
+    const WorkItem& w = work[static_cast<size_t>(index)];
+    merge_item(w, index, cfg, item, r.records);
+    if (item.families == live.at(w.dtype)) ++r.cases_done;
     for (const auto& [family, o] : item.oracle) r.max_oracle_precision_bits = std::max(r.max_oracle_precision_bits, o.bits);
   }
   r.interrupted = r.cases_done < r.cases_planned;

@@ -1,9 +1,11 @@
 #include "suite/runner.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "oracles/certified_layernorm.hpp"
@@ -32,11 +34,24 @@ std::vector<WorkItem> per_op_items(const RunConfig& cfg) {
 
 namespace {
 
-/// The positions (in per_op_items) of the config's shard's items, in case order: one unit per case.
-std::vector<size_t> owned_items(const RunConfig& cfg, const std::vector<WorkItem>& items) {
-  std::vector<size_t> out;
-  for (size_t i = 0; i < items.size(); ++i)
-    if (cfg.shard.owns(static_cast<int64_t>(i))) out.push_back(i);
+/// A case of the config's shard: its position in per_op_items and the families (units) it owns.
+struct OwnedCase {
+  size_t item;
+  OpFamilies families;
+};
+
+/// The config's shard's cases, in case order: those with a live family unit it owns.
+std::vector<OwnedCase> owned_cases(const RunConfig& cfg, const std::vector<WorkItem>& items,
+                                   const std::vector<const KernelEntry*>& kernels) {
+  std::map<DType, OpFamilies> live;
+  for (DType dt : cfg.dtypes) live[dt] = live_families(kernels, dt);
+  std::vector<OwnedCase> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    OwnedCase c{i, {}};
+    for (bool rms : {false, true})
+      c.families[rms] = live[items[i].dtype][rms] && cfg.shard.owns(family_unit(static_cast<int64_t>(i), rms));
+    if (c.families[0] || c.families[1]) out.push_back(c);
+  }
   return out;
 }
 
@@ -73,35 +88,48 @@ void append_journal(const RunConfig& cfg, const LayerNormCase& c, const KernelEn
   f.flush();
 }
 
-CaseResult run_item(const RunConfig& cfg, const WorkItem& w, const std::vector<const KernelEntry*>& kernels,
-                    const std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index,
-                    std::mutex& journal_mu) {
+/// Judges one op family's kernels on case `c` against one certified reference (with the VJP if
+/// a backward kernel of the family needs it), adding its oracle certificate and partials to `r`.
+void run_family(const RunConfig& cfg, const WorkItem& w, const LayerNormCase& c, bool rms, const std::vector<const KernelEntry*>& kernels,
+                const std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index, std::mutex& journal_mu,
+                CaseResult& r) {
+  bool present = false, need_vjp = false;
+  for (const KernelEntry* k : kernels)
+    if (k->storage == w.dtype && is_rmsnorm(k->op) == rms) {
+      present = true;
+      need_vjp = need_vjp || is_backward(k->op);
+    }
+  if (!present) return;
+  const oracle::CertifiedLayerNorm ref = certified_reference(rms ? Op::rmsnorm_forward : Op::layernorm_forward, c, need_vjp);
+  r.oracle[rms] = {ref.max_err_ulps, ref.precision_bits, ref.certified};
+  for (const KernelEntry* k : kernels) {
+    if (k->storage != w.dtype || is_rmsnorm(k->op) != rms) continue;
+    for (OutputJudgement& j : judge_case(*k, c, ref)) {
+      if (j.failed || j.own_failed) append_journal(cfg, c, *k, j, journal_mu);
+      r.partials.push_back({index.at({k, w.generator_index, j.output}), std::move(j)});
+    }
+  }
+}
+
+/// Runs the owned families of one case. Each family's CPU time goes to its shard unit, with the
+/// case's generation added to each (a shard that runs one family alone pays it too).
+CaseResult run_item(const RunConfig& cfg, const WorkItem& w, const OwnedCase& owned, const std::vector<const KernelEntry*>& kernels,
+                    const std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index, std::mutex& journal_mu) {
+  const double start = thread_cpu_seconds();
   CaseResult r;
   const LayerNormCase c = suite_case(cfg, w);
-  // One certified reference per op family present (LayerNorm, RMSNorm), with the VJP if needed.
-  std::map<bool, oracle::CertifiedLayerNorm> refs;
-  for (bool rms : {false, true}) {
-    bool present = false, need_vjp = false;
-    for (const KernelEntry* k : kernels)
-      if (k->storage == w.dtype && is_rmsnorm(k->op) == rms) {
-        present = true;
-        need_vjp = need_vjp || is_backward(k->op);
-      }
-    if (!present) continue;
-    const auto& ref = refs[rms] = certified_reference(rms ? Op::rmsnorm_forward : Op::layernorm_forward, c, need_vjp);
-    r.oracle[rms] = {ref.max_err_ulps, ref.precision_bits, ref.certified};
-  }
   r.seed = c.seed;
   r.digest = case_digest(c);
   r.rows = c.rows;
   r.n = c.n;
   r.eps = c.eps;
-  for (const KernelEntry* k : kernels) {
-    if (k->storage != w.dtype) continue;
-    for (OutputJudgement& j : judge_case(*k, c, refs.at(is_rmsnorm(k->op)))) {
-      if (j.failed || j.own_failed) append_journal(cfg, c, *k, j, journal_mu);
-      r.partials.push_back({index.at({k, w.generator_index, j.output}), std::move(j)});
-    }
+  r.families = owned.families;
+  const double made = thread_cpu_seconds() - start;
+  for (bool rms : {false, true}) {
+    if (!owned.families[rms]) continue;
+    const double family_start = thread_cpu_seconds();
+    run_family(cfg, w, c, rms, kernels, index, journal_mu, r);
+    add_unit_seconds(cfg.shard.first_unit + family_unit(static_cast<int64_t>(owned.item), rms), made + thread_cpu_seconds() - family_start);
   }
   return r;
 }
@@ -230,7 +258,7 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   RunResult result;
   result.records = plan_records(cfg, kernels, index);
   const std::vector<WorkItem> items = per_op_items(cfg);
-  const std::vector<size_t> todo = owned_items(cfg, items);
+  const std::vector<OwnedCase> todo = owned_cases(cfg, items, kernels);
   result.cases_planned = static_cast<int64_t>(todo.size());
   // Finished items wait in `pending` until every earlier item is merged: records are merged in
   // case order whatever the thread timing, and memory stays O(threads), not O(cases) (a sharded run
@@ -243,14 +271,12 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
     ++result.cases_done;
     for (const auto& [family, o] : item.oracle)
       result.max_oracle_precision_bits = std::max(result.max_oracle_precision_bits, o.bits);
-    merge_item(items[todo[k]], static_cast<int64_t>(todo[k]), cfg, item, result.records);
-    if (cfg.shard.sharded()) result.shard_items.emplace_back(static_cast<int64_t>(todo[k]), item);
+    merge_item(items[todo[k].item], static_cast<int64_t>(todo[k].item), cfg, item, result.records);
+    if (cfg.shard.sharded()) result.shard_items.emplace_back(static_cast<int64_t>(todo[k].item), item);
   };
   auto worker = [&] {
     for (size_t k; !stop_requested() && (k = next++) < todo.size();) {
-      std::optional<UnitTimer> timer(std::in_place, cfg.shard.first_unit + static_cast<int64_t>(todo[k]));
-      CaseResult item = run_item(cfg, items[todo[k]], kernels, index, journal_mu);
-      timer.reset();
+      CaseResult item = run_item(cfg, items[todo[k].item], todo[k], kernels, index, journal_mu);
       // Must-pass failures only: known-weak kernels fail by design and report-only ones do not fail the run.
       count_finished(std::any_of(item.partials.begin(), item.partials.end(), [&](const CasePartial& p) {
         const Record& rec = result.records[p.record];  // expectation and known_weak are fixed before the workers start
@@ -281,7 +307,36 @@ std::vector<FlagCheck> flag_checks_of(const RunConfig& cfg, const std::vector<Re
   return evaluate_flags(cfg.dtypes, views);
 }
 
-int64_t planned_cases(const RunConfig& cfg) { return static_cast<int64_t>(owned_items(cfg, per_op_items(cfg)).size()); }
+int64_t planned_cases(const RunConfig& cfg) {
+  return static_cast<int64_t>(owned_cases(cfg, per_op_items(cfg), selected_kernels(cfg)).size());
+}
+
+OpFamilies live_families(const std::vector<const KernelEntry*>& kernels, DType dt) {
+  OpFamilies live{};
+  for (const KernelEntry* k : kernels)
+    if (k->storage == dt) live[is_rmsnorm(k->op)] = true;
+  if (!live[0] && !live[1]) live[0] = true;
+  return live;
+}
+
+void join_case_pieces(int64_t item_index, CaseResult& whole, CaseResult&& piece) {
+  const auto refuse = [&](const std::string& why) {
+    throw std::invalid_argument("the shards' parts of per-op case " + std::to_string(item_index) + " " + why);
+  };
+  if (piece.seed != whole.seed || piece.digest != whole.digest || piece.rows != whole.rows || piece.n != whole.n ||
+      std::memcmp(&piece.eps, &whole.eps, sizeof(double)) != 0)
+    refuse("are not the same case (seed, digest, shape or eps differ)");
+  for (bool rms : {false, true}) {
+    if (!piece.families[rms]) continue;
+    if (whole.families[rms]) refuse("cover the " + std::string(rms ? "RMSNorm" : "LayerNorm") + " kernels twice");
+    whole.families[rms] = true;
+  }
+  for (auto& [rms, info] : piece.oracle) {
+    if (!piece.families[rms]) refuse("carry an oracle certificate of a family they do not cover");
+    whole.oracle[rms] = info;
+  }
+  for (CasePartial& p : piece.partials) whole.partials.push_back(std::move(p));
+}
 
 bool records_passed(const RunResult& r) {
   for (const Record& rec : r.records) {

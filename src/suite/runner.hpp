@@ -2,6 +2,7 @@
 /// Runs a verification suite: generates cases, evaluates the certified oracle once per case,
 /// judges every selected kernel, and aggregates records deterministically (case order, not
 /// thread timing, decides every tie).
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -44,7 +45,7 @@ struct RunConfig {
   std::vector<KernelEntry> extra_kernels;  ///< plugin kernels (external/plugin.hpp), judged too
   bool external_report_only = false;       ///< external kernels' records are report_only
   ExternalSpecs external;                  ///< where extra_kernels came from (reported)
-  ShardSpec shard;  ///< the slice this run does (one unit per dtype x generator)
+  ShardSpec shard;  ///< the slice this run does (per-op units: family_unit)
 };
 
 /// Identity of a report record.
@@ -111,6 +112,9 @@ struct FlagCheck {
   bool met() const { return caught() || !required(); }
 };
 
+/// Which op families (LayerNorm, RMSNorm) a piece of work covers; index: is RMSNorm.
+using OpFamilies = std::array<bool, 2>;
+
 /// One judged output of one kernel on one case: record `record` (plan order) and its judgement.
 struct CasePartial {
   size_t record;
@@ -127,6 +131,7 @@ struct CaseResult {
     bool certified = true;
   };
   std::map<bool, OracleInfo> oracle;  ///< key: is RMSNorm
+  OpFamilies families{};              ///< the op families (shard units) of the case this result covers
   uint64_t seed = 0, digest = 0;
   int64_t rows = 0, n = 0;
   double eps = 0;
@@ -168,9 +173,22 @@ std::pair<int64_t, int64_t> suite_case_shape(const RunConfig& cfg, const WorkIte
 /// Cases the config's shard plans.
 int64_t planned_cases(const RunConfig& cfg);
 
-/// Every work item of the config, in case order (dtype, generator, case): the per-op section's
-/// shard units are these items, one case each (item i runs on shard (first_unit + i) mod N).
+/// Every work item of the config, in case order (dtype, generator, case).
 std::vector<WorkItem> per_op_items(const RunConfig& cfg);
+
+/// The per-op section's shard units: two per case, item i's LayerNorm kernels (unit 2i) and its
+/// RMSNorm kernels (unit 2i + 1). The two share nothing but the case's inputs: each has its own
+/// oracle and its own records, so a shard can run either alone and `merge` joins them exactly.
+inline constexpr int64_t kUnitsPerCase = 2;
+inline int64_t family_unit(int64_t item, bool rms) { return kUnitsPerCase * item + (rms ? 1 : 0); }
+
+/// The op families with a unit of work in a case of dtype `dt`: those with a selected kernel of
+/// that storage dtype; when neither has one, the LayerNorm unit alone (it still generates the case).
+OpFamilies live_families(const std::vector<const KernelEntry*>& kernels, DType dt);
+
+/// Adds `piece` (another part of the same case: another shard's families) to `whole`. Throws
+/// std::invalid_argument (one line) when the two are not parts of one case or overlap.
+void join_case_pieces(int64_t item_index, CaseResult& whole, CaseResult&& piece);
 
 /// Folds one case into the records (the run's own fold, used by `merge` too).
 void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, const CaseResult& item, std::vector<Record>& records);

@@ -8,12 +8,6 @@
 namespace normcheck {
 namespace {
 
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
 struct UnitSeconds {
   std::mutex mu;
   std::map<int64_t, double> seconds;
@@ -26,14 +20,21 @@ UnitSeconds& unit_seconds() {
 
 }  // namespace
 
-UnitTimer::UnitTimer(int64_t unit) : unit_(unit), start_(thread_cpu_seconds()) {}
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
-UnitTimer::~UnitTimer() {
-  const double spent = thread_cpu_seconds() - start_;
+void add_unit_seconds(int64_t unit, double seconds) {
   UnitSeconds& s = unit_seconds();
   std::lock_guard<std::mutex> lock(s.mu);
-  s.seconds[unit_] += spent;
+  s.seconds[unit] += seconds;
 }
+
+UnitTimer::UnitTimer(int64_t unit) : unit_(unit), start_(thread_cpu_seconds()) {}
+
+UnitTimer::~UnitTimer() { add_unit_seconds(unit_, thread_cpu_seconds() - start_); }
 
 std::vector<std::optional<double>> measured_unit_seconds(int64_t units) {
   std::vector<std::optional<double>> out(static_cast<size_t>(std::max<int64_t>(units, 0)));

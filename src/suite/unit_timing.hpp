@@ -21,6 +21,12 @@ class UnitTimer {
   double start_;
 };
 
+/// The calling thread's CPU time in seconds.
+double thread_cpu_seconds();
+
+/// Adds `seconds` to global unit `unit` (what a UnitTimer adds when it ends).
+void add_unit_seconds(int64_t unit, double seconds);
+
 /// The seconds measured for each global unit in [0, units); empty for a unit no timer covered here.
 std::vector<std::optional<double>> measured_unit_seconds(int64_t units);
 
