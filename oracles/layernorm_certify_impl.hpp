@@ -72,7 +72,7 @@ void mids(const std::vector<Interval>& v, std::vector<double>& mid, std::vector<
     const CertifiedValue cv = certify_element(e, DType::f64);
     mid.push_back(cv.approx());
     // |exact - approx| <= (rad + |lo|) 2^scale + the rounding of approx (below 2^-53 |approx| + 2^-1074).
-    const double scaled = std::ldexp(cv.rad + std::fabs(cv.lo), cv.scale);
+    const double scaled = scale_by_pow2(cv.rad + std::fabs(cv.lo), cv.scale);
     rad.push_back(scaled * (1 + 0x1p-50) + 0x1p-53 * std::fabs(mid.back()) + 0x1p-1074);
   }
 }

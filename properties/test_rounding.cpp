@@ -293,3 +293,43 @@ TEST(Rounding, BitLevelRoundingEncodingAndUlpAgreeWithMpfrAndFrexpInEveryBinade)
   }
   EXPECT_GT(checked, 700000);
 }
+
+TEST(Rounding, ScaleByPow2IsLdexpBitForBit) {
+  // scale_by_pow2 (judging's scaling of tiny and huge references) against std::ldexp: random
+  // doubles of every binade (subnormals, both signs, zeros, infinities, NaN), with k anywhere and
+  // with k putting the result at the subnormal range, the underflow to zero and the overflow edge,
+  // where the two-multiplication paths must round exactly once.
+  uint64_t state = 0x2545f4914f6cdd1dull;
+  const auto next = [&] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  const auto same = [](double a, double b) {
+    uint64_t x, y;
+    std::memcpy(&x, &a, 8);
+    std::memcpy(&y, &b, 8);
+    return x == y || (std::isnan(a) && std::isnan(b));
+  };
+  int64_t paths[3] = {0, 0, 0};  // one product, two (k < -1022), two (k > 1023)
+  for (int i = 0; i < 2000000; ++i) {
+    uint64_t bits = next();
+    if (i % 1000 == 0) bits = (i / 1000) % 2 ? 0x7ff0000000000000ull : 0;  // inf, 0
+    if (i % 1000 == 500) bits |= uint64_t{1} << 63;
+    double v;
+    std::memcpy(&v, &bits, 8);
+    const int e = (v != 0 && std::isfinite(v)) ? std::ilogb(v) : 0;
+    int k;
+    switch (i % 4) {
+      case 0: k = static_cast<int>(next() % 4401) - 2200; break;
+      case 1: k = -1074 - e + static_cast<int>(next() % 60) - 6; break;  // result near the smallest subnormals
+      case 2: k = -1022 - e + static_cast<int>(next() % 60) - 54; break;  // result across the subnormal/normal edge
+      default: k = 1023 - e + static_cast<int>(next() % 6) - 3; break;     // result at the overflow edge
+    }
+    const double want = std::ldexp(v, k), got = normcheck::scale_by_pow2(v, k);
+    ASSERT_TRUE(same(got, want)) << std::hexfloat << v << " k " << k << " got " << got << " want " << want;
+    ++paths[k >= -1022 && k <= 1023 ? 0 : (k < -1022 ? 1 : 2)];
+  }
+  for (int64_t p : paths) EXPECT_GT(p, 100000);  // every path exercised
+}

@@ -97,7 +97,7 @@ inline double normalized_error(const RowError& r, int64_t j, const Units& u) {
 
 /// Upper bound of |oracle value| from its double-double and certified radius.
 inline double upper_abs(const CertifiedValue& v) {
-  return (std::fabs(v.approx()) + std::ldexp(std::fabs(v.lo) + v.rad, v.scale)) * (1 + kRel) +
+  return (std::fabs(v.approx()) + scale_by_pow2(std::fabs(v.lo) + v.rad, v.scale)) * (1 + kRel) +
          std::numeric_limits<double>::denorm_min();
 }
 

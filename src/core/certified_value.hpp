@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include "core/dtype.hpp"
+#include "core/float_format.hpp"
 
 namespace normcheck {
 
@@ -34,9 +35,9 @@ struct CertifiedValue {
   bool zero_sign_undecided = false;
 
   /// Nearest double to the value (0 for values below 2^-1075, +-inf at or above 2^1024).
-  double approx() const { return scale == 0 ? hi : std::ldexp(hi, scale); }
+  double approx() const { return scale == 0 ? hi : scale_by_pow2(hi, scale); }
   /// Certified radius in units of `unit` (an ULP, say), free of underflow.
-  double rad_in(double unit) const { return rad / (scale == 0 ? unit : std::ldexp(unit, -scale)); }
+  double rad_in(double unit) const { return rad / (scale == 0 ? unit : scale_by_pow2(unit, -scale)); }
   /// True when the enclosure is unbounded or meaningless (an overflow or NaN inside MPFR itself).
   bool unbounded() const { return !std::isfinite(hi) || !(rad < HUGE_VAL); }
 };

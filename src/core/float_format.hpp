@@ -56,6 +56,20 @@ inline int exponent_of(double a) {
 
 }  // namespace float_format_detail
 
+/// v 2^k, exactly as std::ldexp(v, k) gives it (one rounding to nearest, ties to even, where the
+/// result is subnormal; +-inf on overflow), without the libm call: one multiplication by an exact
+/// power of two, or for |k| beyond a double's exponents two, the first of which is exact (its
+/// result stays normal). Inline: judging scales every element of a tiny or huge reference.
+inline double scale_by_pow2(double v, int k) {
+  using namespace float_format_detail;
+  if (k >= -1022 && k <= 1023) return v * pow2(k);
+  if (v == 0 || !std::isfinite(v)) return v;
+  if (k > 1023 && k <= 2046) return (v * pow2(k - 1023)) * pow2(1023);  // the first product only grows v: exact or inf
+  if (k < -1022 && k >= -2044 && exponent_of(std::fabs(v)) + k >= -2044)
+    return (v * pow2(k + 1022)) * pow2(-1022);  // the first product stays normal: exact
+  return std::ldexp(v, k);
+}
+
 /// Spacing of `fmt` at |x| (ulp), floored at the subnormal spacing; for +-inf, the spacing of the
 /// top binade (the ULP of the largest finite value). Inline: every judged element needs it.
 inline double ulp_at(double x, const FloatFormat& f) {

@@ -71,7 +71,7 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
     return e;
   }
   // Work in the reference's scaled domain so that errors of tiny values do not underflow.
-  const auto scaled = [&](double v, int k) { return ref.scale == 0 ? v : std::ldexp(v, k); };  // libm only for scaled values
+  const auto scaled = [&](double v, int k) { return ref.scale == 0 ? v : scale_by_pow2(v, k); };
   const double signed_diff = (scaled(got, -ref.scale) - ref.hi) - ref.lo;
   const double diff = std::fabs(signed_diff);
   const double mag = std::fabs(ref.approx());

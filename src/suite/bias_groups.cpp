@@ -11,8 +11,10 @@ namespace {
 /// normalised value z_ij, an identical output) may share its error, so they form one cluster.
 class Clusters {
  public:
-  explicit Clusters(size_t n) : parent_(n) {
+  /// `keys`: about how many distinct intermediates will be linked (reserved: no rehashing).
+  Clusters(size_t n, size_t keys) : parent_(n) {
     for (size_t i = 0; i < n; ++i) parent_[i] = i;
+    owner_.reserve(keys);
   }
   /// Element e uses the intermediate named by `key`.
   void link(size_t e, uint64_t key) {
@@ -40,7 +42,7 @@ class Clusters {
 /// resolved to even by the same last bit of the mean), a directed error whose sign is random across
 /// rows; only rows are independent (section 16.2).
 std::vector<uint64_t> row_clusters(const LayerNormCase& c, const BiasInputs& in) {
-  Clusters cl(in.cluster.size());
+  Clusters cl(in.cluster.size(), in.cluster.size() + static_cast<size_t>(c.rows));
   for (int64_t i = 0; i < c.rows; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
       const size_t e = static_cast<size_t>(i * c.n + j);
@@ -52,7 +54,7 @@ std::vector<uint64_t> row_clusters(const LayerNormCase& c, const BiasInputs& in)
 
 /// Cluster ids of dbeta: its columns are independent sums of dy; identical outputs are merged.
 std::vector<uint64_t> column_clusters(const BiasInputs& in) {
-  Clusters cl(in.cluster.size());
+  Clusters cl(in.cluster.size(), in.cluster.size());
   for (size_t j = 0; j < in.cluster.size(); ++j)
     if (in.cluster[j] != 0) cl.link(j, in.cluster[j]);  // 0: an element the statistic leaves out
   return cl.ids();
