@@ -117,12 +117,11 @@ Record planned_record(const json& j) {
 
 /// The op families with records of each dtype: those a case of the dtype runs (live_families).
 std::map<DType, OpFamilies> planned_families(const std::vector<Record>& records, const std::vector<DType>& dtypes) {
-  std::map<DType, OpFamilies> live;
-  for (DType dt : dtypes) live[dt] = {};
-  for (const Record& rec : records) live[rec.key.storage][is_rmsnorm(rec.key.op)] = true;
-  for (auto& [dt, families] : live)
-    if (!families[0] && !families[1]) families[0] = true;
-  return live;
+  std::map<DType, OpFamilies> present;
+  for (DType dt : dtypes) present[dt] = {};
+  for (const Record& rec : records) present[rec.key.storage][is_rmsnorm(rec.key.op)] = true;
+  for (auto& [dt, families] : present) families = live_families(families);
+  return present;
 }
 
 /// The shards' cases, in case order, each case's parts (its families, from one or two shards)

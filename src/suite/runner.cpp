@@ -312,11 +312,10 @@ int64_t planned_cases(const RunConfig& cfg) {
 }
 
 OpFamilies live_families(const std::vector<const KernelEntry*>& kernels, DType dt) {
-  OpFamilies live{};
+  OpFamilies present{};
   for (const KernelEntry* k : kernels)
-    if (k->storage == dt) live[is_rmsnorm(k->op)] = true;
-  if (!live[0] && !live[1]) live[0] = true;
-  return live;
+    if (k->storage == dt) present[is_rmsnorm(k->op)] = true;
+  return live_families(present);
 }
 
 void join_case_pieces(int64_t item_index, CaseResult& whole, CaseResult&& piece) {

@@ -182,8 +182,13 @@ std::vector<WorkItem> per_op_items(const RunConfig& cfg);
 inline constexpr int64_t kUnitsPerCase = 2;
 inline int64_t family_unit(int64_t item, bool rms) { return kUnitsPerCase * item + (rms ? 1 : 0); }
 
-/// The op families with a unit of work in a case of dtype `dt`: those with a selected kernel of
-/// that storage dtype; when neither has one, the LayerNorm unit alone (it still generates the case).
+/// The op families with a unit of work in a case: those `present` (with a kernel of the case's
+/// storage dtype); when neither is, the LayerNorm unit alone (it still generates the case).
+inline OpFamilies live_families(OpFamilies present) {
+  if (!present[0] && !present[1]) present[0] = true;
+  return present;
+}
+/// The same from the selected kernels, for a case of dtype `dt`.
 OpFamilies live_families(const std::vector<const KernelEntry*>& kernels, DType dt);
 
 /// Adds `piece` (another part of the same case: another shard's families) to `whole`. Throws
