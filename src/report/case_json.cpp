@@ -62,14 +62,19 @@ std::vector<double> parse_hex_array(const nlohmann::json& j, const char* what) {
   return out;
 }
 
+nlohmann::json case_identity_json(DType dtype, int64_t rows, int64_t n, double eps, const std::string& generator, uint64_t seed,
+                                  uint64_t digest) {
+  return {{"dtype", std::string(dtype_info(dtype).name)},
+          {"rows", rows},
+          {"n", n},
+          {"eps", hexfloat(eps)},
+          {"generator", generator},
+          {"case_seed", std::to_string(seed)},
+          {"digest", std::to_string(digest)}};
+}
+
 nlohmann::json case_to_json(const LayerNormCase& c) {
-  nlohmann::json j = {{"dtype", std::string(dtype_info(c.dtype).name)},
-                      {"rows", c.rows},
-                      {"n", c.n},
-                      {"eps", hexfloat(c.eps)},
-                      {"generator", c.generator},
-                      {"case_seed", std::to_string(c.seed)},
-                      {"digest", std::to_string(case_digest(c))}};
+  nlohmann::json j = case_identity_json(c.dtype, c.rows, c.n, c.eps, c.generator, c.seed, case_digest(c));
   if (c.rows * c.n <= kInlineCaseLimit) {
     j["x"] = hex_array(c.x);
     j["gamma"] = hex_array(c.gamma);

@@ -39,6 +39,10 @@ inline constexpr int64_t kInlineCaseLimit = 4096;
 
 /// The case: shape, eps, generator, seed, digest, and (if small) every input in hexfloat.
 nlohmann::json case_to_json(const LayerNormCase& c);
+/// case_to_json without the inputs, from the case's identity alone (no regeneration): dtype, shape,
+/// eps, generator, seed and digest.
+nlohmann::json case_identity_json(DType dtype, int64_t rows, int64_t n, double eps, const std::string& generator, uint64_t seed,
+                                  uint64_t digest);
 /// Rebuilds a case from case_to_json output; throws std::invalid_argument if inputs are absent
 /// or malformed.
 LayerNormCase case_from_json(const nlohmann::json& j);

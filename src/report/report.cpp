@@ -102,13 +102,18 @@ class WorstCaseInputs {
 nlohmann::json worst_case_json(const RunConfig& cfg, const Record& r, size_t record_index,
                                const std::string& report_path, WorstCaseInputs& inputs) {
   if (r.worst.case_index < 0) return nullptr;
-  nlohmann::json j = inputs.of(cfg, r.worst.generator, r.key.storage, r.worst.case_seed);
   // The inputs inline where the record failed (an accuracy failure, a kernel failure, an own bound
   // violated, no certified element: replayable from the report alone, whatever the build); a passing
   // record, or a known-weak kernel flagged as expected, keeps generator, seed and digest, from which
-  // `normcheck replay` regenerates the case and checks it.
+  // `normcheck replay` regenerates the case and checks it. Only inline inputs regenerate the case
+  // here: the rest is the identity the run recorded (a shard writing its records paid a
+  // regeneration and digest of a large case per record otherwise).
   const std::string v = verdict(r);
   const bool inline_inputs = is_failing_verdict(v) || v == "uncertified";
+  const WorstCase& w = r.worst;
+  nlohmann::json j = inline_inputs && w.rows * w.n <= kInlineCaseLimit
+                         ? inputs.of(cfg, w.generator, r.key.storage, w.case_seed)
+                         : case_identity_json(r.key.storage, w.rows, w.n, w.eps, w.generator, w.case_seed, w.digest);
   if (!inline_inputs)
     for (const char* key : {"x", "gamma", "beta", "dy"}) j.erase(key);
   j["inputs_inline"] = j.contains("x");  // cases above kInlineCaseLimit elements are never inline
