@@ -247,6 +247,14 @@ double rounded_by_mpfr(double x, int p, int emin, double max_finite) {
   return r;
 }
 
+/// The next value of a xorshift64 generator: random bit patterns of doubles.
+uint64_t xorshift64(uint64_t& state) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  return state;
+}
+
 /// The spacing of the format at |x| by frexp/ldexp (the definition).
 double ulp_by_frexp(double x, const FloatFormat& f) {
   int e2 = 0;
@@ -259,12 +267,7 @@ double ulp_by_frexp(double x, const FloatFormat& f) {
 
 TEST(Rounding, BitLevelRoundingEncodingAndUlpAgreeWithMpfrAndFrexpInEveryBinade) {
   uint64_t state = 0x9e3779b97f4a7c15ull;
-  const auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  const auto next = [&] { return xorshift64(state); };
   int checked = 0;
   for (const FloatFormat* f : {&kBinary16, &kBfloat16, &kBinary32, &kBinary64}) {
     const double mx = max_finite(*f);
@@ -300,12 +303,7 @@ TEST(Rounding, ScaleByPow2IsLdexpBitForBit) {
   // with k putting the result at the subnormal range, the underflow to zero and the overflow edge,
   // where the two-multiplication paths must round exactly once.
   uint64_t state = 0x2545f4914f6cdd1dull;
-  const auto next = [&] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  const auto next = [&] { return xorshift64(state); };
   const auto same = [](double a, double b) {
     uint64_t x, y;
     std::memcpy(&x, &a, 8);
