@@ -114,9 +114,7 @@ nlohmann::json worst_case_json(const RunConfig& cfg, const Record& r, size_t rec
   nlohmann::json j = inline_inputs && w.rows * w.n <= kInlineCaseLimit
                          ? inputs.of(cfg, w.generator, r.key.storage, w.case_seed)
                          : case_identity_json(r.key.storage, w.rows, w.n, w.eps, w.generator, w.case_seed, w.digest);
-  if (!inline_inputs)
-    for (const char* key : {"x", "gamma", "beta", "dy"}) j.erase(key);
-  j["inputs_inline"] = j.contains("x");  // cases above kInlineCaseLimit elements are never inline
+  j["inputs_inline"] = j.contains("x");  // only a regenerated case of at most kInlineCaseLimit elements has them
   j["case_index"] = r.worst.case_index;
   j["element"] = worst_element_json(r.worst.element, row_length_of_output(r.key.output, j.at("n").get<int64_t>()));
   j["replay"] = replay_command_line(report_path, "record", static_cast<int64_t>(record_index));
