@@ -36,6 +36,15 @@ bool decided_near(double hi, double lo, double rad, DType dtype, double& r) {
   return (std::fabs(hi - r) + std::fabs(lo) + rad) * (1 + 0x1p-50) < quarter;
 }
 
+/// The bit pattern of 2^k (k in [-1022, 1023]).
+constexpr uint64_t pow2_bits(int k) { return static_cast<uint64_t>(k + 1023) << 52; }
+
+double from_bits(uint64_t bits) {
+  double d;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
 CertifiedValue unbounded_certificate() {
   CertifiedValue out;
   out.hi = out.rounded = out.rounded_alt = std::numeric_limits<double>::quiet_NaN();
@@ -116,6 +125,52 @@ CertifiedValue certify_dd_ball(const DdBall& b, DType dtype) {
   if (!std::isfinite(lower) || !std::isfinite(upper)) return unbounded_certificate();
   decide_between(lower, upper, dtype, out);
   return out;
+}
+
+void certify_balls_by_bits(const Ball* balls, size_t count, const FloatFormat& f, std::vector<CertifiedValue>& out, bool* decided,
+                           double& max_err_ulps, double& max_rel_err) {
+  // decided_by_bits with e in [emin, emax]: k = 53 - p is fixed, so are half, its half and the mask.
+  const int k = 53 - f.precision;
+  const uint64_t half = uint64_t{1} << (k - 1), quarter = half / 2, mask = (uint64_t{1} << k) - 1;
+  const uint64_t sign = uint64_t{1} << 63, e_low = static_cast<uint64_t>(f.emin + 1023), e_high = static_cast<uint64_t>(f.emax + 1023);
+  const uint64_t e_span = e_high - e_low;
+  double max_err = max_err_ulps, max_rel = max_rel_err;
+  for (size_t i = 0; i < count; ++i) {
+    const double hi = balls[i].mid, rad = balls[i].rad;
+    uint64_t bits;
+    std::memcpy(&bits, &hi, sizeof bits);
+    const uint64_t e_field = (bits >> 52) & 0x7ff;
+    bool ok = e_field - e_low <= e_span;  // emin <= e <= emax (unsigned wrap-around below emin)
+    double rad_ulps = 0;
+    if (ok) {
+      // Branch-free: which side of half the low bits lie on is a coin toss, a mispredicted branch per output.
+      const uint64_t low = bits & mask, abs_bits = bits & ~sign;
+      const uint64_t above = low > half;
+      const uint64_t r_abs = (abs_bits & ~mask) + (above << k);
+      const int64_t diff = static_cast<int64_t>(low) - static_cast<int64_t>(half), diff_sign = diff >> 63;
+      const uint64_t dist = std::min(static_cast<uint64_t>((diff ^ diff_sign) - diff_sign), quarter);  // |low - half|
+      const int e = static_cast<int>(e_field) - 1023;
+      ok = ((r_abs >> 52) <= e_high) &  // r beyond the largest finite value: declined
+           (rad < static_cast<double>(dist) * from_bits(pow2_bits(e - 52)));  // NaN rad: not decided
+      if (__builtin_expect(ok, 1)) {
+        const double r = from_bits(r_abs | (bits & sign));
+        set_decided(out.emplace_back(), hi, 0, rad, r);  // in place: a copied temporary stalls on its flags' bytes
+        rad_ulps = rad * from_bits(pow2_bits(f.precision - 1 - e));  // 1 / ULP of the target at hi
+        max_err = std::max(max_err, rad_ulps);
+        max_rel = std::max(max_rel, rad / std::fabs(hi));
+      }
+    }
+    if (!ok) {  // every other case: certify_by_bits in full (zero, subnormal range, the overflow edge), then the caller
+      ok = certify_by_bits(hi, 0, rad, f, out.emplace_back(), rad_ulps);
+      if (ok) {
+        max_err = std::max(max_err, rad_ulps);
+        if (hi != 0) max_rel = std::max(max_rel, rad / std::fabs(hi));
+      }
+    }
+    decided[i] = ok;
+  }
+  max_err_ulps = max_err;
+  max_rel_err = max_rel;
 }
 
 CertifiedValue certify_ball(const Ball& b, DType dtype) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/certified_value.hpp"
 #include "core/float_format.hpp"
@@ -60,23 +61,32 @@ inline bool decided_f64_by_bits(double hi, double off, double& r, int& ulp_exp) 
   return true;
 }
 
+/// out = the decided certificate (hi, lo, rad, scale 0, rounding r), field by field: assigning a
+/// whole CertifiedValue{} built on the stack reloaded its two flags as one 16-bit word just after
+/// storing them as bytes (a store-forwarding stall: a third of the double ball's certification).
+inline void set_decided(CertifiedValue& out, double hi, double lo, double rad, double r) {
+  out.hi = hi;
+  out.lo = lo;
+  out.rad = rad;
+  out.scale = 0;
+  out.rounded = out.rounded_alt = r;
+  out.rounding_decided = true;
+  out.zero_sign_undecided = false;
+}
+
 /// The certificate of a ball with midpoint hi + lo and radius rad (lo = 0 for the double ball) when
 /// rule C decides it, with its radius in ULPs of the target: the same
 /// certificate as certify_ball / certify_dd_ball and the same radius as radius_in_ulps (rad times
 /// the exact power of two 1 / ULP), without their calls. False: use those.
 inline bool certify_by_bits(double hi, double lo, double rad, const FloatFormat& f, CertifiedValue& out, double& rad_ulps) {
   if (hi == 0 && lo == 0 && rad == 0) {  // an exact zero: rounds to itself, radius 0
-    out = CertifiedValue{};
-    out.hi = out.rounded = out.rounded_alt = hi;
+    set_decided(out, hi, 0, 0, hi);
     rad_ulps = 0;
     return true;
   }
   if (hi == 0 && lo == 0 && f.precision < 53) {  // [-rad, rad] with rad below half the smallest subnormal: the value
     if (!(rad < float_format_detail::pow2(f.emin - f.precision))) return false;  // rounds to 0, its sign undecided (not judged)
-    out = CertifiedValue{};
-    out.hi = hi;
-    out.rad = rad;
-    out.rounded = out.rounded_alt = 0.0;
+    set_decided(out, hi, 0, rad, 0.0);
     out.zero_sign_undecided = true;
     rad_ulps = rad * float_format_detail::pow2(f.precision - 1 - f.emin);  // 1 / ulp(0), the smallest subnormal's inverse
     return true;
@@ -86,14 +96,18 @@ inline bool certify_by_bits(double hi, double lo, double rad, const FloatFormat&
   int ulp_exp;
   const bool decided = f.precision == 53 ? decided_f64_by_bits(hi, off, r, ulp_exp) : decided_by_bits(hi, off, f, r, ulp_exp);
   if (!decided) return false;
-  out = CertifiedValue{};
-  out.hi = hi;
-  out.lo = lo;
-  out.rad = rad;
-  out.rounded = out.rounded_alt = r;
+  set_decided(out, hi, lo, rad, r);
   rad_ulps = rad * float_format_detail::pow2(-ulp_exp);  // ulp_exp in [emin - precision + 1, emax - precision + 1]
   return true;
 }
+
+/// The certificates of a run of double balls for one target of at most 24 bits (f16, bf16, f32),
+/// appended to out: exactly what certify_by_bits gives, with rule C's common case inline (a normal
+/// midpoint in the target's normal binades, the format's constants hoisted out of the loop).
+/// `decided[i]` says whether rule C decided ball i (its radius in ULPs is then folded into
+/// max_err_ulps and rad / |mid| into max_rel_err); the others are left for certify_ball.
+void certify_balls_by_bits(const Ball* balls, size_t count, const FloatFormat& f, std::vector<CertifiedValue>& out, bool* decided,
+                           double& max_err_ulps, double& max_rel_err);
 
 /// hi = mid, lo = 0, rad = rad, scale 0; rounded / rounded_alt from the doubles one step outside
 /// mid -+ rad (below and above the real endpoints whatever the rounding of mid -+ rad); an

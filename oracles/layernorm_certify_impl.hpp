@@ -3,6 +3,7 @@
 /// packages the enclosures. Include only from one TU per interval type.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <type_traits>
 
 #include "core/float_format.hpp"
@@ -43,23 +44,45 @@ inline void ball_parts(const DdBall& b, double& hi, double& lo, double& rad) {
 template <class Interval>
 std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dtype, CertifiedLayerNorm& out) {
   std::vector<CertifiedValue> r;
-  r.reserve(v.size());
   const FloatFormat& fmt = *dtype_info(dtype).format;
+  if constexpr (std::is_same_v<Interval, Ball>) {
+    if (fmt.precision < 53) {  // the run certifier, then certify_ball for what rule C leaves
+      r.reserve(v.size());
+      std::unique_ptr<bool[]> decided(new bool[v.size()]);
+      certify_balls_by_bits(v.data(), v.size(), fmt, r, decided.get(), out.max_err_ulps, out.max_rel_err);
+      for (size_t i = 0; i < v.size(); ++i)
+        if (!decided[i]) {
+          r[i] = certify_ball(v[i], dtype);
+          account_element(r[i], fmt, out);
+        }
+      return r;
+    }
+  }
+  r.reserve(v.size());
+  // The maxima of the decided outputs are kept in registers (out may alias nothing, but the compiler
+  // cannot know) and folded into out before and after each general-path output.
+  double max_err = out.max_err_ulps, max_rel = out.max_rel_err;
   for (const auto& e : v) {
     if constexpr (std::is_same_v<Interval, Ball> || std::is_same_v<Interval, DdBall>) {
       double hi, lo, rad, rad_ulps;
       ball_parts(e, hi, lo, rad);
       CertifiedValue& cv = r.emplace_back();
       if (certify_by_bits(hi, lo, rad, fmt, cv, rad_ulps)) {  // decided: account it as account_element would
-        out.max_err_ulps = std::max(out.max_err_ulps, rad_ulps);
-        if (hi != 0) out.max_rel_err = std::max(out.max_rel_err, rad / std::fabs(hi));
+        max_err = std::max(max_err, rad_ulps);
+        if (hi != 0) max_rel = std::max(max_rel, rad / std::fabs(hi));
         continue;
       }
       r.pop_back();
     }
     r.push_back(certify_element(e, dtype));
+    out.max_err_ulps = max_err;
+    out.max_rel_err = max_rel;
     account_element(r.back(), fmt, out);
+    max_err = out.max_err_ulps;
+    max_rel = out.max_rel_err;
   }
+  out.max_err_ulps = max_err;
+  out.max_rel_err = max_rel;
   return r;
 }
 

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -174,7 +176,55 @@ void check_one_double_double_ball() {
 
 constexpr int kBallsPerCase = 64;  // 6,400 balls per property at RapidCheck's default 100 cases
 
+/// Two certificates equal in every field, bit for bit (the sign of zero included).
+bool same_bits(const CertifiedValue& a, const CertifiedValue& b) {
+  const auto bits = [](double d) {
+    uint64_t u;
+    std::memcpy(&u, &d, sizeof u);
+    return u;
+  };
+  return bits(a.hi) == bits(b.hi) && bits(a.lo) == bits(b.lo) && bits(a.rad) == bits(b.rad) && a.scale == b.scale &&
+         bits(a.rounded) == bits(b.rounded) && bits(a.rounded_alt) == bits(b.rounded_alt) && a.rounding_decided == b.rounding_decided &&
+         a.zero_sign_undecided == b.zero_sign_undecided;
+}
+
 }  // namespace
+
+// The run certifier (the double ball's and the a priori level's outputs) is rule C with the format's
+// constants hoisted: on adversarial balls of every kind (edges of the target's normal and subnormal
+// ranges, the overflow edge, zeros, NaN and infinite radii, negative midpoints) it decides exactly
+// the balls certify_by_bits decides, with the same certificate bit for bit and the same maxima.
+RC_GTEST_PROP(RuleC, TheRunCertifierDecidesWhatCertifyByBitsDecidesBitForBit, ()) {
+  const DType dtype = *rc::gen::element(DType::f16, DType::bf16, DType::f32);
+  const FloatFormat& f = format_of(dtype);
+  std::vector<oracle::Ball> balls;
+  for (int k = 0; k < kBallsPerCase; ++k) {
+    const int kind = *rc::gen::inRange(0, 24);
+    const double m = kind == 0 ? *rc::gen::element(0.0, -0.0) : adversarial_midpoint(f) * (kind % 2 ? -1.0 : 1.0);
+    const double rad = kind == 1 ? *rc::gen::element(std::nan(""), HUGE_VAL, 0.0) : adversarial_radius(std::fabs(m) > 0 ? m : 1.0, f);
+    balls.emplace_back(m, rad);
+  }
+  std::vector<CertifiedValue> run;
+  std::unique_ptr<bool[]> decided(new bool[balls.size()]);
+  double run_err = 0.25e-3, run_rel = 0;  // a maximum carried in from earlier outputs
+  oracle::certify_balls_by_bits(balls.data(), balls.size(), f, run, decided.get(), run_err, run_rel);
+  RC_ASSERT(run.size() == balls.size());
+  double err = 0.25e-3, rel = 0;
+  for (size_t k = 0; k < balls.size(); ++k) {
+    CertifiedValue one;
+    double rad_ulps = 0;
+    const bool ok = oracle::certify_by_bits(balls[k].mid, 0.0, balls[k].rad, f, one, rad_ulps);
+    if (ok != decided[k])
+      RC_FAIL(fmt::format("{:a} -+ {:a}: certify_by_bits {} it, the run certifier {}", balls[k].mid, balls[k].rad,
+                          ok ? "decides" : "declines", decided[k] ? "decides" : "declines"));
+    if (!ok) continue;
+    RC_ASSERT(same_bits(one, run[k]));
+    err = std::max(err, rad_ulps);
+    if (balls[k].mid != 0) rel = std::max(rel, balls[k].rad / std::fabs(balls[k].mid));
+  }
+  RC_ASSERT(err == run_err);
+  RC_ASSERT(rel == run_rel);
+}
 
 RC_GTEST_PROP(RuleC, ADecidedDoubleBallLiesInsideOneRoundingIntervalOfItsTarget, ()) {
   for (int k = 0; k < kBallsPerCase; ++k) check_one_double_ball();

@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <iostream>
 #include <string_view>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "cli/command_line.hpp"
 #include "cli/self_docs.hpp"
@@ -20,6 +23,18 @@ extern "C" void on_fatal_signal(int sig) {
   std::raise(sig);
 }
 
+/// Keeps freed memory for reuse instead of handing it back to the kernel. With glibc's defaults a
+/// case's vectors above 128 KiB are mmapped and unmapped per case (until the dynamic threshold has
+/// grown), and every reuse page-faults its memory in again: on the oracle benchmark's ball path that
+/// was most of its time (docs/performance.md, "Memory"). Allocations above 32 MiB (glibc's largest
+/// dynamic threshold) stay mmapped; freed heap is kept up to 512 MiB.
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#endif
+}
+
 std::string joined_args(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
@@ -30,6 +45,7 @@ std::string joined_args(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "__plugin-worker") return normcheck::external::plugin_worker_main(argc, argv);
+  keep_freed_memory();
   std::signal(SIGPIPE, SIG_IGN);  // a dead worker's pipe is an error to report, not a reason to die
   for (const int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_fatal_signal);  // run installs its own
   normcheck::cli::CommandLine cl;
