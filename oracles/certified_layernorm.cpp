@@ -190,10 +190,14 @@ CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
 }
 
 CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp) {
-  const Levels all{{evaluate_rmsnorm_ball, evaluate_rmsnorm_dd_ball, evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400},
-                   {evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_dd_ball, evaluate_rmsnorm_columns_mpfi50,
-                    evaluate_rmsnorm_columns_mpfi150, evaluate_rmsnorm_columns_mpfi400}};
-  return cascade(all, first_cascade_level(c.dtype), c, with_vjp);
+  // The a priori level first; its columns are never evaluated alone (settle_columns starts at the
+  // level after the failing one), so the ball's column function stands in its place. f64 outputs
+  // skip both 53-bit levels.
+  const Levels all{{evaluate_rmsnorm_a_priori, evaluate_rmsnorm_ball, evaluate_rmsnorm_dd_ball, evaluate_rmsnorm_mpfi50,
+                    evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400},
+                   {evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_dd_ball,
+                    evaluate_rmsnorm_columns_mpfi50, evaluate_rmsnorm_columns_mpfi150, evaluate_rmsnorm_columns_mpfi400}};
+  return cascade(all, c.dtype == DType::f64 ? 2 : 0, c, with_vjp);
 }
 
 }  // namespace normcheck::oracle

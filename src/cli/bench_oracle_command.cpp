@@ -42,6 +42,7 @@ void float64_kernel(bool rms, const LayerNormCase& c, std::vector<double>& y, st
 }
 
 struct Path {
+  std::string key;  ///< what --paths names it
   std::string name;
   std::function<oracle::CertifiedLayerNorm(const LayerNormCase&)> run;  ///< empty: the float64 kernel
 };
@@ -49,16 +50,30 @@ struct Path {
 std::vector<Path> paths(bool rms) {
   using namespace oracle;
   if (rms)
-    return {{"float64 kernel", nullptr},
-            {"ball (53-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_ball(c, true); }},
-            {"dd ball (106-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_dd_ball(c, true); }},
-            {"mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_rmsnorm_mpfi50(c, true); }},
-            {"cascade", [](const LayerNormCase& c) { return certified_rmsnorm(c, true); }}};
-  return {{"float64 kernel", nullptr},
-          {"ball (53-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_ball(c, true); }},
-          {"dd ball (106-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_dd_ball(c, true); }},
-          {"mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_layernorm_mpfi50(c, true); }},
-          {"cascade", [](const LayerNormCase& c) { return certified_layernorm(c, true); }}};
+    return {{"float64", "float64 kernel", nullptr},
+            {"a_priori", "a priori (53-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_a_priori(c, true); }},
+            {"ball", "ball (53-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_ball(c, true); }},
+            {"dd_ball", "dd ball (106-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_dd_ball(c, true); }},
+            {"mpfi", "mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_rmsnorm_mpfi50(c, true); }},
+            {"cascade", "cascade", [](const LayerNormCase& c) { return certified_rmsnorm(c, true); }}};
+  return {{"float64", "float64 kernel", nullptr},
+          {"ball", "ball (53-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_ball(c, true); }},
+          {"dd_ball", "dd ball (106-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_dd_ball(c, true); }},
+          {"mpfi", "mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_layernorm_mpfi50(c, true); }},
+          {"cascade", "cascade", [](const LayerNormCase& c) { return certified_layernorm(c, true); }}};
+}
+
+const std::vector<std::string>& path_keys() {
+  static const std::vector<std::string> keys = {"a_priori", "ball", "dd_ball", "mpfi", "cascade"};
+  return keys;
+}
+
+/// The op's paths that `wanted` names (all when empty), the float64 kernel first.
+std::vector<Path> selected_paths(bool rms, const std::vector<std::string>& wanted) {
+  std::vector<Path> out;
+  for (Path& p : paths(rms))
+    if (!p.run || wanted.empty() || std::find(wanted.begin(), wanted.end(), p.key) != wanted.end()) out.push_back(std::move(p));
+  return out;
 }
 
 }  // namespace
@@ -78,6 +93,9 @@ int bench_oracle_command(const BenchOracleOptions& o) {
     } else {
       generators.push_back(o.generator);
     }
+    for (const std::string& p : o.paths)
+      if (std::find(path_keys().begin(), path_keys().end(), p) == path_keys().end())
+        throw std::invalid_argument(fmt::format("unknown path '{}'{} (a_priori, ball, dd_ball, mpfi or cascade)", p, did_you_mean(p, path_keys())));
     if (!o.json.empty()) check_writable(o.json);
   } catch (const std::exception& e) {
     print_error(e.what());
@@ -96,7 +114,7 @@ int bench_oracle_command(const BenchOracleOptions& o) {
           shape.rows = std::max<int64_t>(1, o.elements / n);
           std::vector<LayerNormCase> cases;
           for (int k = 0; k < o.cases; ++k) cases.push_back(gen::make_layernorm_case(generator, dt, 1000 + k, shape));
-          const std::vector<Path> ps = paths(rms);
+          const std::vector<Path> ps = selected_paths(rms, o.paths);
           std::vector<std::vector<double>> times(ps.size());
           std::vector<std::map<int, int>> levels(ps.size());
           int64_t elements = 0;

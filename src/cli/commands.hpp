@@ -149,6 +149,7 @@ struct BenchOracleOptions {
   std::vector<std::string> dtypes = {"bf16", "f32", "f64"};
   std::vector<int64_t> ns = {64, 1024, 4096};
   std::string generator = "normal", json;
+  std::vector<std::string> paths;  ///< oracle paths to time (empty: all); the float64 kernel always runs
   int64_t elements = 16384;  ///< rows x n per case
   int cases = 2, repeats = 3;
 };
