@@ -3,8 +3,10 @@
 /// midpoints computed as plain doubles, operation for operation, with radii from error bounds
 /// derived once per row instead of a running radius per operation. Same assumptions as the ball
 /// (round-to-nearest binary64, no FMA contraction, gradual underflow).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "oracles/ball.hpp"
 
@@ -35,22 +37,37 @@ class Sum2 {
   void add(double t) {
     const double m = s_ + t, bb = m - s_, e = (s_ - (m - bb)) + (t - bb);
     s_ = m;
-    if (e != 0) c_ += e;
+    if (e != 0) {
+      c_ += e;
+      inexact_ = true;
+    }
     abs_ += std::fabs(t);
   }
   double value() const { return s_ + c_; }
   /// fl of the sum of |t| in order: at least (1 - gamma_{k-1}) sum |t|.
   double abs_sum() const { return abs_; }
+  /// A bound of |value() - sum_k t_k| for the k exact double terms added (section 18.2): 0 when every
+  /// TwoSum was exact (then c = 0 and the running sum is the exact sum, as the ball's radius 0 says);
+  /// else Sum2's bound u |s| + gamma_{k-1}^2 sum |t| (ORO 2005, Prop. 4.5, underflow included), at most
+  /// (u + 2u^2) |value| + 2 gamma_{k-1}^2 A with A = abs_sum(). `factor` is sum2_factor(k).
+  double error(double factor) const {
+    return inexact_ ? up((kU + 2 * kU * kU) * std::fabs(value()) + factor * abs_) : 0.0;
+  }
 
  private:
   double s_ = 0, c_ = 0, abs_ = 0;
+  bool inexact_ = false;
 };
 
-/// A bound of |value - sum_k t_k| for k exact double terms, from Sum2's bound u |s| + gamma_{k-1}^2
-/// sum |t| (ORO 2005, Prop. 4.5, underflow included): at most (u + 2u^2) |value| + 2 gamma_{k-1}^2 A
-/// with A = abs_sum() (section 18.2). `factor` is sum2_factor(k).
-inline double sum2_error(double value, double abs_sum, double factor) {
-  return up((kU + 2 * kU * kU) * std::fabs(value) + factor * abs_sum);
+/// The largest magnitude in v.
+inline double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double e : v) m = std::max(m, std::fabs(e));
+  return m;
 }
+
+/// kappa <= 1/2 is what the bounds of section 18.2 assume: rows whose reciprocal RMS or rstd is
+/// wider than this (relative) are left to the double ball.
+inline constexpr double kMaxRowRelativeRadius = 0x1p-20;
 
 }  // namespace normcheck::oracle::a_priori

@@ -163,12 +163,18 @@ CertifiedLayerNormJvp cascade_jvp(const std::vector<JvpLevel>& levels, size_t fi
 
 }  // namespace
 
+/// The first level of the per-op cascades below: the a priori level (index 0) for f16, bf16 and f32
+/// outputs; f64 outputs skip both 53-bit levels and start at the double-double ball.
+size_t first_per_op_level(DType output) { return output == DType::f64 ? 2 : 0; }
+
 CertifiedLayerNorm certified_layernorm(const LayerNormCase& c, bool with_vjp) {
-  const Levels all{{evaluate_layernorm_ball, evaluate_layernorm_dd_ball, evaluate_layernorm_mpfi50, evaluate_layernorm_mpfi150,
-                    evaluate_layernorm_mpfi400},
-                   {evaluate_layernorm_columns_ball, evaluate_layernorm_columns_dd_ball, evaluate_layernorm_columns_mpfi50,
-                    evaluate_layernorm_columns_mpfi150, evaluate_layernorm_columns_mpfi400}};
-  return cascade(all, first_cascade_level(c.dtype), c, with_vjp);
+  // The a priori level's columns are never evaluated alone (settle_columns starts at the level
+  // after the failing one), so the double ball's column function stands in its place.
+  const Levels all{{evaluate_layernorm_a_priori, evaluate_layernorm_ball, evaluate_layernorm_dd_ball, evaluate_layernorm_mpfi50,
+                    evaluate_layernorm_mpfi150, evaluate_layernorm_mpfi400},
+                   {evaluate_layernorm_columns_ball, evaluate_layernorm_columns_ball, evaluate_layernorm_columns_dd_ball,
+                    evaluate_layernorm_columns_mpfi50, evaluate_layernorm_columns_mpfi150, evaluate_layernorm_columns_mpfi400}};
+  return cascade(all, first_per_op_level(c.dtype), c, with_vjp);
 }
 
 CertifiedLayerNormJvp certified_layernorm_jvp(const LayerNormCase& c, const LayerNormTangents& t) {
@@ -190,14 +196,11 @@ CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
 }
 
 CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp) {
-  // The a priori level first; its columns are never evaluated alone (settle_columns starts at the
-  // level after the failing one), so the ball's column function stands in its place. f64 outputs
-  // skip both 53-bit levels.
   const Levels all{{evaluate_rmsnorm_a_priori, evaluate_rmsnorm_ball, evaluate_rmsnorm_dd_ball, evaluate_rmsnorm_mpfi50,
                     evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400},
                    {evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_dd_ball,
                     evaluate_rmsnorm_columns_mpfi50, evaluate_rmsnorm_columns_mpfi150, evaluate_rmsnorm_columns_mpfi400}};
-  return cascade(all, c.dtype == DType::f64 ? 2 : 0, c, with_vjp);
+  return cascade(all, first_per_op_level(c.dtype), c, with_vjp);
 }
 
 }  // namespace normcheck::oracle

@@ -40,9 +40,10 @@ struct CertifiedLayerNormJvp {
 /// through to MPFI where it does not reach the target.
 CertifiedLayerNorm evaluate_layernorm_ball(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNorm evaluate_rmsnorm_ball(const LayerNormCase& c, bool with_vjp);
-/// The a priori double level (docs/bounds.md section 18.2, oracles/rmsnorm_a_priori.cpp): the double
-/// ball's midpoints bit for bit, radii from bounds derived once per row; tried before the double
-/// ball for f16, bf16 and f32 outputs.
+/// The a priori double level (docs/bounds.md section 18.2, oracles/layernorm_a_priori.cpp and
+/// rmsnorm_a_priori.cpp): the double ball's midpoints bit for bit, radii from bounds derived once per
+/// row; tried before the double ball for f16, bf16 and f32 outputs.
+CertifiedLayerNorm evaluate_layernorm_a_priori(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNorm evaluate_rmsnorm_a_priori(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNormJvp evaluate_layernorm_jvp_ball(const LayerNormCase& c, const LayerNormTangents& t);
 CertifiedLayerNormJvp evaluate_rmsnorm_jvp_ball(const LayerNormCase& c, const LayerNormTangents& t);

@@ -18,10 +18,6 @@ namespace {
 
 using namespace a_priori;
 
-/// Relative width above which a row's reciprocal RMS is left to the running ball (the bounds of
-/// section 18.2 assume kappa <= 1/2).
-constexpr double kMaxRowRelativeRadius = 0x1p-20;
-
 /// The row's statistics as balls with mean_of_squares<Ball>'s and rms_reciprocal_of's midpoints,
 /// and kappa: |fl(x r_m) - x r| <= kappa |fl(x r_m)| + eta for every x (infinite when the row is
 /// left to the running ball).
@@ -35,7 +31,7 @@ RowScale row_scale(const double* x, int64_t n, double eps, double sum_factor) {
   for (int64_t j = 0; j < n; ++j) s.add(x[j] * x[j]);
   const double a = s.abs_sum();
   // Sum2's error, plus the squares' roundings: sum |fl(x^2) - x^2| <= u sum fl(x^2) + n eta / 2 <= 2u A + n eta / 2.
-  const Ball sum(s.value(), up(sum2_error(s.value(), a, sum_factor) + 2 * kU * a + static_cast<double>(n) * kEta));
+  const Ball sum(s.value(), up(s.error(sum_factor) + 2 * kU * a + static_cast<double>(n) * kEta));
   RowScale out;
   out.ms = sum / Ball(static_cast<double>(n));
   out.r = Ball(1) / sqrt(out.ms + Ball(eps));
@@ -57,7 +53,7 @@ DxBound dx_bound(const Sum2& s, int64_t n, double sum_factor, const RowScale& rs
   if (!(rs.kappa < HUGE_VAL)) return b;
   const double kappa = rs.kappa, a = s.abs_sum();
   const double lambda = up(kU + (kappa + (1 + kappa) * kU) * (1 + 2 * kU));  // |fl(v z) - v z| <= lambda |fl(v z)| + eta (1 + 2V + Z)
-  const double e_s = up(sum2_error(s.value(), a, sum_factor) + 2 * lambda * a + nd * kEta * (1 + 2 * v_max + z_max));
+  const double e_s = up(s.error(sum_factor) + 2 * lambda * a + nd * kEta * (1 + 2 * v_max + z_max));
   const double e_m = up(kU * std::fabs(b.m) + kEta + e_s / nd);
   const double r_m = rs.r.mid, r_r = rs.r.rad, big_r = up(r_m + r_r), am = std::fabs(b.m);
   b.c1 = up(r_r + big_r * kU);
@@ -65,13 +61,6 @@ DxBound dx_bound(const Sum2& s, int64_t n, double sum_factor, const RowScale& rs
   b.c3 = up(big_r * (e_m + (am + e_m) * kappa + kU * (1 + 2 * kU) * am));
   b.c4 = up(big_r * kEta * (2 + am + e_m) + kEta);
   return b;
-}
-
-/// The largest magnitude in v.
-double max_abs(const std::vector<double>& v) {
-  double m = 0;
-  for (double e : v) m = std::max(m, std::fabs(e));
-  return m;
 }
 
 }  // namespace
@@ -129,7 +118,7 @@ CertifiedLayerNorm evaluate_rmsnorm_a_priori(const LayerNormCase& c, bool with_v
     const double q_eta = up(static_cast<double>(rows) * kEta * (1 + dy_max));
     for (size_t j = 0; j < columns.size(); ++j) {
       const double value = columns[j].value(), a = columns[j].abs_sum();
-      dgamma[j] = Ball(value, up(sum2_error(value, a, column_factor) + 2 * mu * a + q_eta));
+      dgamma[j] = Ball(value, up(columns[j].error(column_factor) + 2 * mu * a + q_eta));
     }
     out.dgamma = detail::certify_all(dgamma, c.dtype, out);
   }

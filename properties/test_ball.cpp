@@ -267,15 +267,20 @@ RC_GTEST_PROP(Ball, TheBallLevelContainsTheMpfiMidpointOfEveryOutput, ()) {
     inside(rb.dgamma, rm.dgamma);
     inside(dd ? oracle::evaluate_layernorm_jvp_dd_ball(jc.c, jc.t).du : oracle::evaluate_layernorm_jvp_ball(jc.c, jc.t).du, jm);
   }
-  const oracle::CertifiedLayerNorm ra = oracle::evaluate_rmsnorm_a_priori(jc.c, true);  // the a priori level (section 18.2)
+  const oracle::CertifiedLayerNorm la = oracle::evaluate_layernorm_a_priori(jc.c, true);  // the a priori level (section 18.2)
+  inside(la.y, lm.y);
+  inside(la.dx, lm.dx);
+  inside(la.dgamma, lm.dgamma);
+  inside(la.dbeta, lm.dbeta);
+  const oracle::CertifiedLayerNorm ra = oracle::evaluate_rmsnorm_a_priori(jc.c, true);
   inside(ra.y, rm.y);
   inside(ra.dx, rm.dx);
   inside(ra.dgamma, rm.dgamma);
 }
 
-TEST(APriori, RmsNormMidpointsAreTheDoubleBallsBitForBitAndMostRowsCertify) {
+TEST(APriori, MidpointsAreTheDoubleBallsBitForBitAndNormalRowsCertify) {
   // Section 18.2's claim that the a priori level computes the double ball's midpoints operation for
-  // operation: every y, dx and dgamma midpoint and every row statistic equal bit for bit on every row
+  // operation (LayerNorm and RMSNorm): every y, dx, dgamma and dbeta midpoint and every row statistic equal bit for bit on every row
   // generator and dtype, and where both levels decide a rounding it is the same. The level must not
   // be vacuous: on `normal` rows of f16, bf16 and f32 it certifies every case.
   const auto bits = [](double d) {
@@ -288,9 +293,11 @@ TEST(APriori, RmsNormMidpointsAreTheDoubleBallsBitForBitAndMostRowsCertify) {
     for (DType dt : {DType::f16, DType::bf16, DType::f32, DType::f64})
       for (uint64_t seed : {11u, 12u}) {
         const gen::JvpCase jc = gen::make_jvp_case(g, dt, seed, 2048);
-        const oracle::CertifiedLayerNorm a = oracle::evaluate_rmsnorm_a_priori(jc.c, true), b = oracle::evaluate_rmsnorm_ball(jc.c, true);
-        const std::string what = fmt::format("{} {} seed {}", g, dtype_info(dt).name, seed);
-        for (auto [va, vb] : {std::pair{&a.y, &b.y}, {&a.dx, &b.dx}, {&a.dgamma, &b.dgamma}}) {
+        for (const bool rms : {false, true}) {
+        const oracle::CertifiedLayerNorm a = rms ? oracle::evaluate_rmsnorm_a_priori(jc.c, true) : oracle::evaluate_layernorm_a_priori(jc.c, true);
+        const oracle::CertifiedLayerNorm b = rms ? oracle::evaluate_rmsnorm_ball(jc.c, true) : oracle::evaluate_layernorm_ball(jc.c, true);
+        const std::string what = fmt::format("{} {} {} seed {}", rms ? "rmsnorm" : "layernorm", g, dtype_info(dt).name, seed);
+        for (auto [va, vb] : {std::pair{&a.y, &b.y}, {&a.dx, &b.dx}, {&a.dgamma, &b.dgamma}, {&a.dbeta, &b.dbeta}}) {
           ASSERT_EQ(va->size(), vb->size()) << what;
           for (size_t k = 0; k < va->size(); ++k) {
             const CertifiedValue &x = (*va)[k], &y = (*vb)[k];
@@ -302,10 +309,11 @@ TEST(APriori, RmsNormMidpointsAreTheDoubleBallsBitForBitAndMostRowsCertify) {
             ++compared;
           }
         }
-        for (auto [sa, sb] : {std::pair{&a.var, &b.var}, {&a.rstd, &b.rstd}})
+        for (auto [sa, sb] : {std::pair{&a.mean, &b.mean}, {&a.var, &b.var}, {&a.rstd, &b.rstd}})
           for (size_t i = 0; i < sa->size(); ++i) EXPECT_EQ(bits((*sa)[i]), bits((*sb)[i])) << what << " row " << i;
         if (g == "normal" && dt != DType::f64) {
           EXPECT_TRUE(accepted(a)) << what;
+        }
         }
       }
   EXPECT_GT(compared, 100000);
@@ -377,29 +385,31 @@ TEST(Cascade, AgreesWithTheMpfiPathOnEveryQuickSuiteCase) {
 
 TEST(Cascade, OnlyTheRowsTheBallCannotCertifyAreEvaluatedAgain) {
   // Eight f32 rows of 64 from `normal`, row 3 replaced by a `large_mean` row (mean 2^20 times the
-  // spread: the double ball's radius is too wide there): rows 0-2 and 4-7 keep the double ball's
-  // certificates, row 3 gets the double-double ball's, and every output agrees with MPFI alone.
+  // spread: the radii of both 53-bit levels are too wide there): rows 0-2 and 4-7 keep the first
+  // level's (a priori) certificates, row 3 gets the double-double ball's after the double ball fails
+  // it too, and every output agrees with MPFI alone.
   gen::ShapeRequest shape;
   shape.n = 64;
   shape.rows = 8;
   LayerNormCase c = gen::make_layernorm_case("normal", DType::f32, 7, shape);
   const LayerNormCase hard = gen::make_layernorm_case("large_mean", DType::f32, 7, shape);
   std::copy(hard.x.begin(), hard.x.begin() + c.n, c.x.begin() + 3 * c.n);
-  const oracle::CertifiedLayerNorm ball = oracle::evaluate_layernorm_ball(c, true), dd = oracle::evaluate_layernorm_dd_ball(c, true);
-  ASSERT_FALSE(accepted(ball));
+  const oracle::CertifiedLayerNorm first = oracle::evaluate_layernorm_a_priori(c, true), dd = oracle::evaluate_layernorm_dd_ball(c, true);
+  ASSERT_FALSE(accepted(first));
+  ASSERT_FALSE(accepted(oracle::evaluate_layernorm_ball(c, true)));
   const oracle::CertifiedLayerNorm got = oracle::certified_layernorm(c, true);
   ASSERT_TRUE(accepted(got));
   EXPECT_EQ(got.precision_bits, 106);
   for (int64_t i = 0; i < c.rows; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
       const size_t k = static_cast<size_t>(i * c.n + j);
-      const oracle::CertifiedLayerNorm& from = i == 3 ? dd : ball;
+      const oracle::CertifiedLayerNorm& from = i == 3 ? dd : first;
       EXPECT_EQ(got.y[k].hi, from.y[k].hi) << i << "," << j;
       EXPECT_EQ(got.y[k].rad, from.y[k].rad) << i << "," << j;
       EXPECT_EQ(got.dx[k].rad, from.dx[k].rad) << i << "," << j;
     }
   EXPECT_EQ(got.rstd[3], dd.rstd[3]);
-  EXPECT_EQ(got.rstd_rad[0], ball.rstd_rad[0]);
+  EXPECT_EQ(got.rstd_rad[0], first.rstd_rad[0]);
   const oracle::CertifiedLayerNorm mpfi = mpfi_only(c, false);
   expect_agreement(got.y, mpfi.y, "y");
   expect_agreement(got.dx, mpfi.dx, "dx");
@@ -408,12 +418,11 @@ TEST(Cascade, OnlyTheRowsTheBallCannotCertifyAreEvaluatedAgain) {
 }
 
 TEST(Cascade, OnlyTheColumnsTheBallCannotCertifyAreEvaluatedAgain) {
-  // f32 `normal` cases of 16 rows of 1024 where the first level (the double ball for LayerNorm, the
-  // a priori level for RMSNorm) certifies every y and dx but not some dgamma/dbeta columns (sums over
-  // the rows that cancel below its radius): those columns alone come from the next levels
-  // (evaluate_*_columns: for RMSNorm the double ball's, then the double-double ball's for what that
-  // leaves), everything else keeps the first level's certificates, and every output agrees with MPFI
-  // alone.
+  // f32 `normal` cases of 16 rows of 1024 where the first level (the a priori level) certifies every
+  // y and dx but not some dgamma/dbeta columns (sums over the rows that cancel below its radius):
+  // those columns alone come from the next levels (evaluate_*_columns: the double ball's, then the
+  // double-double ball's for what that leaves), everything else keeps the first level's
+  // certificates, and every output agrees with MPFI alone.
   gen::ShapeRequest shape;
   shape.n = 1024;
   shape.rows = 16;
@@ -422,7 +431,7 @@ TEST(Cascade, OnlyTheColumnsTheBallCannotCertifyAreEvaluatedAgain) {
     for (const bool rms : {false, true}) {
       if (found[rms] > 0) continue;
       const LayerNormCase c = gen::make_layernorm_case("normal", DType::f32, seed, shape);
-      const oracle::CertifiedLayerNorm first = rms ? oracle::evaluate_rmsnorm_a_priori(c, true) : oracle::evaluate_layernorm_ball(c, true);
+      const oracle::CertifiedLayerNorm first = rms ? oracle::evaluate_rmsnorm_a_priori(c, true) : oracle::evaluate_layernorm_a_priori(c, true);
       const FloatFormat& fmt = *dtype_info(c.dtype).format;
       const auto all_ok = [&](const std::vector<CertifiedValue>& v) {
         return std::all_of(v.begin(), v.end(), [&](const CertifiedValue& e) { return oracle::element_accepted(e, fmt); });
@@ -437,8 +446,7 @@ TEST(Cascade, OnlyTheColumnsTheBallCannotCertifyAreEvaluatedAgain) {
       const oracle::CertifiedLayerNorm got = rms ? oracle::certified_rmsnorm(c, true) : oracle::certified_layernorm(c, true);
       const oracle::CertifiedLayerNorm dd =
           rms ? oracle::evaluate_rmsnorm_columns_dd_ball(c, cols) : oracle::evaluate_layernorm_columns_dd_ball(c, cols);
-      // RMSNorm's columns go to the double ball first; LayerNorm's first level is the double ball.
-      const oracle::CertifiedLayerNorm ball_cols = rms ? oracle::evaluate_rmsnorm_columns_ball(c, cols) : dd;
+      const oracle::CertifiedLayerNorm ball_cols = rms ? oracle::evaluate_rmsnorm_columns_ball(c, cols) : oracle::evaluate_layernorm_columns_ball(c, cols);
       ASSERT_TRUE(accepted(got)) << "seed " << seed;
       for (size_t k = 0; k < got.y.size(); ++k) {
         EXPECT_EQ(got.y[k].rad, first.y[k].rad) << k;  // rows untouched: the first level's certificates
@@ -450,7 +458,8 @@ TEST(Cascade, OnlyTheColumnsTheBallCannotCertifyAreEvaluatedAgain) {
         const bool redone = next < cols.size() && cols[next] == j;
         double want = first.dgamma[j].rad;
         if (redone) {
-          const bool ball_enough = rms && oracle::element_accepted(ball_cols.dgamma[next], fmt);
+          const bool ball_enough = oracle::element_accepted(ball_cols.dgamma[next], fmt) &&
+                                   (ball_cols.dbeta.empty() || oracle::element_accepted(ball_cols.dbeta[next], fmt));
           want = ball_enough ? ball_cols.dgamma[next].rad : dd.dgamma[next].rad;
           needed_dd = needed_dd || !ball_enough;
         }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -429,7 +430,7 @@ TEST(Cli, BenchOracleReportsEveryPathAndTheLevelThatCertified) {
   const Outcome o = run_cli("bench-oracle --n 64 --dtypes bf16,f64 --cases 1 --repeats 1 --elements 256 --json " + out.string());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   const auto j = load(out);
-  EXPECT_EQ(j.at("rows").size(), 2u * 2u * 5u);  // layernorm, rmsnorm x bf16, f64 x five paths
+  EXPECT_EQ(j.at("rows").size(), 2u * 2u * 6u);  // layernorm, rmsnorm x bf16, f64 x six paths
   for (const auto& r : j.at("rows")) {
     EXPECT_GT(r.at("ns_per_element").get<double>(), 0);
     EXPECT_EQ(r.at("generator"), "normal");
@@ -445,10 +446,18 @@ TEST(Cli, BenchOracleReportsEveryPathAndTheLevelThatCertified) {
   ASSERT_EQ(all.exit_code, 0) << all.out << all.err;
   const auto ja = load(out);
   EXPECT_EQ(ja.at("generators").size(), normcheck::gen::row_generator_names().size() - 1);
-  EXPECT_EQ(ja.at("rows").size(), 2u * ja.at("generators").size() * 2u * 5u);
-  EXPECT_EQ(ja.at("slopes").size(), 2u * ja.at("generators").size() * 5u);
+  EXPECT_EQ(ja.at("rows").size(), 2u * ja.at("generators").size() * 2u * 6u);
+  EXPECT_EQ(ja.at("slopes").size(), 2u * ja.at("generators").size() * 6u);
+  // --paths times only the named paths, beside the float64 kernel every ratio divides by.
+  const Outcome some = run_cli("bench-oracle --n 64 --dtypes bf16 --cases 1 --repeats 1 --elements 256 --paths a_priori,cascade --json " + out.string());
+  ASSERT_EQ(some.exit_code, 0) << some.out << some.err;
+  const auto js = load(out);  // named: a range-for over a member of the temporary would dangle
+  std::set<std::string> timed;
+  for (const auto& r : js.at("rows")) timed.insert(r.at("path").get<std::string>());
+  EXPECT_EQ(timed, (std::set<std::string>{"float64 kernel", "a priori (53-bit)", "cascade"}));
+  EXPECT_EQ(js.at("rows").size(), 2u * 3u);
   EXPECT_NE(all.out.find("log-log slope"), std::string::npos);
-  for (const char* bad : {"bench-oracle --n 0", "bench-oracle --dtypes f8", "bench-oracle --generator nope"}) {
+  for (const char* bad : {"bench-oracle --n 0", "bench-oracle --dtypes f8", "bench-oracle --generator nope", "bench-oracle --paths mpfr"}) {
     const Outcome b = run_cli(bad);
     EXPECT_EQ(b.exit_code, 2) << bad;
     EXPECT_EQ(lines(b.err), 1) << bad << ": " << b.err;

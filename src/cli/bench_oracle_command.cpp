@@ -57,6 +57,7 @@ std::vector<Path> paths(bool rms) {
             {"mpfi", "mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_rmsnorm_mpfi50(c, true); }},
             {"cascade", "cascade", [](const LayerNormCase& c) { return certified_rmsnorm(c, true); }}};
   return {{"float64", "float64 kernel", nullptr},
+          {"a_priori", "a priori (53-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_a_priori(c, true); }},
           {"ball", "ball (53-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_ball(c, true); }},
           {"dd_ball", "dd ball (106-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_dd_ball(c, true); }},
           {"mpfi", "mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_layernorm_mpfi50(c, true); }},
