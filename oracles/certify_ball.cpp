@@ -154,7 +154,7 @@ void certify_balls_by_bits(const Ball* balls, size_t count, const FloatFormat& f
            (rad < static_cast<double>(dist) * from_bits(pow2_bits(e - 52)));  // NaN rad: not decided
       if (__builtin_expect(ok, 1)) {
         const double r = from_bits(r_abs | (bits & sign));
-        set_decided(out.emplace_back(), hi, 0, rad, r);  // in place: a copied temporary stalls on its flags' bytes
+        out.emplace_back(hi, 0.0, rad, r);  // in place, each field stored once (a copied temporary stalls on its flags' bytes)
         rad_ulps = rad * from_bits(pow2_bits(f.precision - 1 - e));  // 1 / ULP of the target at hi
         max_err = std::max(max_err, rad_ulps);
         max_rel = std::max(max_rel, rad / std::fabs(hi));

@@ -34,6 +34,12 @@ struct CertifiedValue {
   /// is not. The sign of zero is not judged (docs/bounds.md section 6), so this never escalates.
   bool zero_sign_undecided = false;
 
+  CertifiedValue() = default;
+  /// A certificate whose rounding is decided: the enclosure hi + lo -+ rad (scale 0) rounds to
+  /// `rounded`. Built in place (emplace_back) it stores each field once.
+  CertifiedValue(double hi_, double lo_, double rad_, double rounded_)
+      : hi(hi_), lo(lo_), rad(rad_), rounded(rounded_), rounded_alt(rounded_) {}
+
   /// Nearest double to the value (0 for values below 2^-1075, +-inf at or above 2^1024).
   double approx() const { return scale == 0 ? hi : scale_by_pow2(hi, scale); }
   /// Certified radius in units of `unit` (an ULP, say), free of underflow.
