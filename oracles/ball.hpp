@@ -7,6 +7,8 @@
 /// f32 outputs of well-conditioned rows; a ball that cannot reach the target (or overflows, or
 /// divides by a ball containing 0) hands the case to MPFI.
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "oracles/sum_of.hpp"
@@ -26,6 +28,14 @@ inline double up(double r_hat) { return (r_hat + 8 * kEta) * (1 + 0x1p-48); }
 
 /// A lower bound of a positive real a from fl(a): fl(fl(a)(1 - 2u)) <= a(1 + u)^2 (1 - 2u) <= a.
 inline double down(double a_hat) { return a_hat * (1 - 2 * kU); }
+
+/// +-2^k in the normal range (its products and quotients are exact scalings unless they underflow).
+inline bool is_power_of_two(double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const uint64_t exponent = (bits >> 52) & 0x7ff;
+  return (bits & 0xfffffffffffffULL) == 0 && exponent != 0 && exponent != 0x7ff;
+}
 
 }  // namespace ball_detail
 
@@ -69,13 +79,19 @@ struct Ball {
     return {m, up(std::fabs(a.mid) * b.rad + a.rad * std::fabs(b.mid) + a.rad * b.rad + kU * std::fabs(m) + kEta)};
   }
 
-  /// For |b.mid| > b.rad: |x/y - a/b| <= (ra + |a/b| rb) / (|b| - rb); |a/b| <= q = fl(fl(|fl(a/b)|(1 + 4u))
+  /// An exact power of two b (rad 0): x / b = a / b + (x - a) / b, exact scalings when a / b does not
+  /// underflow (checked by scaling back); the radius ra / |b| is rounded up if it underflows.
+  /// Otherwise, for |b.mid| > b.rad: |x/y - a/b| <= (ra + |a/b| rb) / (|b| - rb); |a/b| <= q = fl(fl(|fl(a/b)|(1 + 4u))
   /// + 2 eta); |fl(a/b) - a/b| <= u |fl(a/b)| + eta / 2. The numerator's two roundings may underflow
   /// (eta / 2 each) before the division by d < 1: 2 eta is added before dividing. A divisor ball
   /// containing 0 gives an unbounded ball.
   friend Ball operator/(const Ball& a, const Ball& b) {
     using namespace ball_detail;
     const double m = a.mid / b.mid;
+    if (b.rad == 0 && is_power_of_two(b.mid) && m * b.mid == a.mid && a.bounded()) {  // a mean over 2^k elements:
+      const double bm = std::fabs(b.mid), r = a.rad / bm;  // an exact scaling (checked by scaling back), and the
+      return {m, r * bm == a.rad ? r : up(r)};             // radius too unless it underflows (then rounded up)
+    }
     const double d = down(std::fabs(b.mid) - b.rad);  // 0 < d <= |b| - rb
     if (!(d > 0)) return {m, kInf};
     const double q = std::fabs(m) * (1 + 4 * kU) + 2 * kEta;  // >= |a/b|

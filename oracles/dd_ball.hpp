@@ -70,12 +70,7 @@ inline void two_prod(double a, double b, double& p, double& e, bool& exact) {
 }
 
 /// An exact power of two in the normal range (its products and quotients are exact scalings).
-inline bool is_power_of_two(double x) {
-  uint64_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  const uint64_t exponent = (bits >> 52) & 0x7ff;
-  return (bits & 0xfffffffffffffULL) == 0 && exponent != 0 && exponent != 0x7ff;
-}
+using ball_detail::is_power_of_two;
 
 }  // namespace dd_detail
 
