@@ -163,9 +163,13 @@ CertifiedLayerNormJvp cascade_jvp(const std::vector<JvpLevel>& levels, size_t fi
 
 }  // namespace
 
+namespace {
+
 /// The first level of the per-op cascades below: the a priori level (index 0) for f16, bf16 and f32
 /// outputs; f64 outputs skip both 53-bit levels and start at the double-double ball.
 size_t first_per_op_level(DType output) { return output == DType::f64 ? 2 : 0; }
+
+}  // namespace
 
 CertifiedLayerNorm certified_layernorm(const LayerNormCase& c, bool with_vjp) {
   // The a priori level's columns are never evaluated alone (settle_columns starts at the level

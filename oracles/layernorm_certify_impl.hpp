@@ -59,8 +59,8 @@ std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dt
     }
   }
   r.reserve(v.size());
-  // The maxima of the decided outputs are kept in registers (out may alias nothing, but the compiler
-  // cannot know) and folded into out before and after each general-path output.
+  // The maxima of the decided outputs are kept in registers (the compiler cannot prove that out does
+  // not alias the vectors written) and folded into out around each general-path output.
   double max_err = out.max_err_ulps, max_rel = out.max_rel_err;
   for (const auto& e : v) {
     if constexpr (std::is_same_v<Interval, Ball> || std::is_same_v<Interval, DdBall>) {

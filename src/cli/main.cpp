@@ -26,7 +26,7 @@ extern "C" void on_fatal_signal(int sig) {
 /// Keeps freed memory for reuse instead of handing it back to the kernel. With glibc's defaults a
 /// case's vectors above 128 KiB are mmapped and unmapped per case (until the dynamic threshold has
 /// grown), and every reuse page-faults its memory in again: on the oracle benchmark's ball path that
-/// was most of its time (docs/performance.md, "Memory"). Allocations above 32 MiB (glibc's largest
+/// was most of its time (docs/performance.md, "The a priori level"). Allocations above 32 MiB (glibc's largest
 /// dynamic threshold) stay mmapped; freed heap is kept up to 512 MiB.
 void keep_freed_memory() {
 #if defined(__GLIBC__)
