@@ -18,7 +18,6 @@ struct CertifiedLayerNorm {
   std::vector<double> mean_rad, var_rad, rstd_rad;  ///< certified |exact - nearest double|, per row
   int precision_bits = 0;              ///< working precision of the accepted evaluation (the highest level any row needed)
   double max_err_ulps = 0;  ///< certified: max over outputs of rad / ulp_dtype(value)
-  double max_rel_err = 0;   ///< certified: max over nonzero outputs of rad / |value|
   bool certified = false;   ///< max_err_ulps <= kRequiredUlpFraction
   /// Outputs whose rounding to the dtype the enclosure does not decide (a tie or the overflow
   /// threshold inside it); the escalation goes on while there are any (Ziv's loop).
@@ -30,7 +29,7 @@ struct CertifiedLayerNorm {
 struct CertifiedLayerNormJvp {
   std::vector<CertifiedValue> du;
   int precision_bits = 0;
-  double max_err_ulps = 0, max_rel_err = 0;
+  double max_err_ulps = 0;
   bool certified = false;
   int64_t undecided_roundings = 0;
 };

@@ -128,13 +128,13 @@ CertifiedValue certify_dd_ball(const DdBall& b, DType dtype) {
 }
 
 void certify_balls_by_bits(const Ball* balls, size_t count, const FloatFormat& f, std::vector<CertifiedValue>& out, bool* decided,
-                           double& max_err_ulps, double& max_rel_err) {
+                           double& max_err_ulps) {
   // decided_by_bits with e in [emin, emax]: k = 53 - p is fixed, so are half, its half and the mask.
   const int k = 53 - f.precision;
   const uint64_t half = uint64_t{1} << (k - 1), quarter = half / 2, mask = (uint64_t{1} << k) - 1;
   const uint64_t sign = uint64_t{1} << 63, e_low = static_cast<uint64_t>(f.emin + 1023), e_high = static_cast<uint64_t>(f.emax + 1023);
   const uint64_t e_span = e_high - e_low;
-  double max_err = max_err_ulps, max_rel = max_rel_err;
+  double max_err = max_err_ulps;
   for (size_t i = 0; i < count; ++i) {
     const double hi = balls[i].mid, rad = balls[i].rad;
     uint64_t bits;
@@ -157,20 +157,17 @@ void certify_balls_by_bits(const Ball* balls, size_t count, const FloatFormat& f
         out.emplace_back(hi, 0.0, rad, r);  // in place, each field stored once (a copied temporary stalls on its flags' bytes)
         rad_ulps = rad * from_bits(pow2_bits(f.precision - 1 - e));  // 1 / ULP of the target at hi
         max_err = std::max(max_err, rad_ulps);
-        max_rel = std::max(max_rel, rad / std::fabs(hi));
       }
     }
     if (!ok) {  // every other case: certify_by_bits in full (zero, subnormal range, the overflow edge), then the caller
       ok = certify_by_bits(hi, 0, rad, f, out.emplace_back(), rad_ulps);
       if (ok) {
         max_err = std::max(max_err, rad_ulps);
-        if (hi != 0) max_rel = std::max(max_rel, rad / std::fabs(hi));
       }
     }
     decided[i] = ok;
   }
   max_err_ulps = max_err;
-  max_rel_err = max_rel;
 }
 
 CertifiedValue certify_ball(const Ball& b, DType dtype) {

@@ -105,9 +105,9 @@ inline bool certify_by_bits(double hi, double lo, double rad, const FloatFormat&
 /// appended to out: exactly what certify_by_bits gives, with rule C's common case inline (a normal
 /// midpoint in the target's normal binades, the format's constants hoisted out of the loop).
 /// `decided[i]` says whether rule C decided ball i (its radius in ULPs is then folded into
-/// max_err_ulps and rad / |mid| into max_rel_err); the others are left for certify_ball.
+/// max_err_ulps); the others are left for certify_ball.
 void certify_balls_by_bits(const Ball* balls, size_t count, const FloatFormat& f, std::vector<CertifiedValue>& out, bool* decided,
-                           double& max_err_ulps, double& max_rel_err);
+                           double& max_err_ulps);
 
 /// hi = mid, lo = 0, rad = rad, scale 0; rounded / rounded_alt from the doubles one step outside
 /// mid -+ rad (below and above the real endpoints whatever the rounding of mid -+ rad); an

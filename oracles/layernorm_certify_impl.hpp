@@ -49,7 +49,7 @@ std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dt
     if (fmt.precision < 53) {  // the run certifier, then certify_ball for what rule C leaves
       r.reserve(v.size());
       std::unique_ptr<bool[]> decided(new bool[v.size()]);
-      certify_balls_by_bits(v.data(), v.size(), fmt, r, decided.get(), out.max_err_ulps, out.max_rel_err);
+      certify_balls_by_bits(v.data(), v.size(), fmt, r, decided.get(), out.max_err_ulps);
       for (size_t i = 0; i < v.size(); ++i)
         if (!decided[i]) {
           r[i] = certify_ball(v[i], dtype);
@@ -61,7 +61,7 @@ std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dt
   r.reserve(v.size());
   // The maxima of the decided outputs are kept in registers (the compiler cannot prove that out does
   // not alias the vectors written) and folded into out around each general-path output.
-  double max_err = out.max_err_ulps, max_rel = out.max_rel_err;
+  double max_err = out.max_err_ulps;
   for (const auto& e : v) {
     if constexpr (std::is_same_v<Interval, Ball> || std::is_same_v<Interval, DdBall>) {
       double hi, lo, rad, rad_ulps;
@@ -69,20 +69,16 @@ std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dt
       CertifiedValue& cv = r.emplace_back();
       if (certify_by_bits(hi, lo, rad, fmt, cv, rad_ulps)) {  // decided: account it as account_element would
         max_err = std::max(max_err, rad_ulps);
-        if (hi != 0) max_rel = std::max(max_rel, rad / std::fabs(hi));
         continue;
       }
       r.pop_back();
     }
     r.push_back(certify_element(e, dtype));
     out.max_err_ulps = max_err;
-    out.max_rel_err = max_rel;
     account_element(r.back(), fmt, out);
     max_err = out.max_err_ulps;
-    max_rel = out.max_rel_err;
   }
   out.max_err_ulps = max_err;
-  out.max_rel_err = max_rel;
   return r;
 }
 
@@ -147,7 +143,6 @@ CertifiedLayerNormJvp certify_jvp(const std::vector<Interval>& du, DType dtype, 
   out.precision_bits = precision_bits;
   out.du = certify_all(du, dtype, acc);
   out.max_err_ulps = acc.max_err_ulps;
-  out.max_rel_err = acc.max_rel_err;
   out.undecided_roundings = acc.undecided_roundings;
   out.certified = acc.max_err_ulps <= kRequiredUlpFraction;
   return out;

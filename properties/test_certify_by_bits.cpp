@@ -193,7 +193,7 @@ bool same_bits(const CertifiedValue& a, const CertifiedValue& b) {
 // The run certifier (the double ball's and the a priori level's outputs) is rule C with the format's
 // constants hoisted: on adversarial balls of every kind (edges of the target's normal and subnormal
 // ranges, the overflow edge, zeros, NaN and infinite radii, negative midpoints) it decides exactly
-// the balls certify_by_bits decides, with the same certificate bit for bit and the same maxima.
+// the balls certify_by_bits decides, with the same certificate bit for bit and the same maximum.
 RC_GTEST_PROP(RuleC, TheRunCertifierDecidesWhatCertifyByBitsDecidesBitForBit, ()) {
   const DType dtype = *rc::gen::element(DType::f16, DType::bf16, DType::f32);
   const FloatFormat& f = format_of(dtype);
@@ -206,10 +206,10 @@ RC_GTEST_PROP(RuleC, TheRunCertifierDecidesWhatCertifyByBitsDecidesBitForBit, ()
   }
   std::vector<CertifiedValue> run;
   std::unique_ptr<bool[]> decided(new bool[balls.size()]);
-  double run_err = 0.25e-3, run_rel = 0;  // a maximum carried in from earlier outputs
-  oracle::certify_balls_by_bits(balls.data(), balls.size(), f, run, decided.get(), run_err, run_rel);
+  double run_err = 0.25e-3;  // a maximum carried in from earlier outputs
+  oracle::certify_balls_by_bits(balls.data(), balls.size(), f, run, decided.get(), run_err);
   RC_ASSERT(run.size() == balls.size());
-  double err = 0.25e-3, rel = 0;
+  double err = 0.25e-3;
   for (size_t k = 0; k < balls.size(); ++k) {
     CertifiedValue one;
     double rad_ulps = 0;
@@ -220,10 +220,8 @@ RC_GTEST_PROP(RuleC, TheRunCertifierDecidesWhatCertifyByBitsDecidesBitForBit, ()
     if (!ok) continue;
     RC_ASSERT(same_bits(one, run[k]));
     err = std::max(err, rad_ulps);
-    if (balls[k].mid != 0) rel = std::max(rel, balls[k].rad / std::fabs(balls[k].mid));
   }
   RC_ASSERT(err == run_err);
-  RC_ASSERT(rel == run_rel);
 }
 
 RC_GTEST_PROP(RuleC, ADecidedDoubleBallLiesInsideOneRoundingIntervalOfItsTarget, ()) {

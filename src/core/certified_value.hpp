@@ -22,6 +22,11 @@ struct CertifiedValue {
   double lo = 0;       ///< round-to-nearest double of (midpoint / 2^scale - hi)
   double rad = 0;      ///< certified bound of |v / 2^scale - (hi + lo)|, rounded upward
   int scale = 0;       ///< power-of-two exponent applied to hi, lo and rad
+  // The two flags sit beside `scale`, in its padding: 48 bytes, not 56 (the certifiers write millions).
+  bool rounding_decided = true;  ///< the whole enclosure rounds to one dtype value
+  /// The enclosure straddles 0 and rounds to zero on both sides: the value (0) is decided, its sign
+  /// is not. The sign of zero is not judged (docs/bounds.md section 6), so this never escalates.
+  bool zero_sign_undecided = false;
   /// The correct rounding of v to the case's dtype (unscaled; +-inf when v overflows the dtype).
   /// Decided when the whole enclosure rounds to one value; otherwise the rounding of its lower end.
   double rounded = 0;
@@ -29,10 +34,6 @@ struct CertifiedValue {
   /// the other candidate when the enclosure straddles a rounding boundary (a tie between two dtype
   /// values, or the overflow threshold) even at the oracle's top precision.
   double rounded_alt = 0;
-  bool rounding_decided = true;  ///< the whole enclosure rounds to one dtype value
-  /// The enclosure straddles 0 and rounds to zero on both sides: the value (0) is decided, its sign
-  /// is not. The sign of zero is not judged (docs/bounds.md section 6), so this never escalates.
-  bool zero_sign_undecided = false;
 
   CertifiedValue() = default;
   /// A certificate whose rounding is decided: the enclosure hi + lo -+ rad (scale 0) rounds to
@@ -47,6 +48,7 @@ struct CertifiedValue {
   /// True when the enclosure is unbounded or meaningless (an overflow or NaN inside MPFR itself).
   bool unbounded() const { return !std::isfinite(hi) || !(rad < HUGE_VAL); }
 };
+static_assert(sizeof(CertifiedValue) == 48, "the flags belong in scale's padding");
 
 /// Ziv's stopping rule for an oracle's precision escalation: every radius is within
 /// kRequiredUlpFraction of an ULP (`certified`) and every rounding to the dtype is decided.
