@@ -109,7 +109,7 @@ struct DdBall {
 
   /// (a.hi + b.hi) + (a.lo + b.lo) = s + e + t + f exactly by two TwoSums; e + t + f is summed by two
   /// more TwoSums whose errors g1, g2 are dropped into the radius (exactly 0 when nothing was lost).
-  friend DdBall operator+(const DdBall& a, const DdBall& b) {
+  [[gnu::always_inline]] friend DdBall operator+(const DdBall& a, const DdBall& b) {
     using namespace dd_detail;
     double s, e, t, f, e2, g1, e3, g2, h, l;
     two_sum(a.hi, b.hi, s, e);
@@ -124,7 +124,7 @@ struct DdBall {
 
   /// (a.hi + a.lo)(b.hi + b.lo) = p + e + c1 + c2 + c3 with p + e = a.hi b.hi exactly (Dekker); the
   /// cross terms and their sum are rounded (u|result| + eta per product, u|result| per sum).
-  friend DdBall operator*(const DdBall& a, const DdBall& b) {
+  [[gnu::always_inline]] friend DdBall operator*(const DdBall& a, const DdBall& b) {
     using namespace dd_detail;
     if (b.exact_power_of_two()) return a.scaled(b.hi, false);
     if (a.exact_power_of_two()) return b.scaled(a.hi, false);
