@@ -37,6 +37,24 @@ inline bool is_power_of_two(double x) {
   return (bits & 0xfffffffffffffULL) == 0 && exponent != 0 && exponent != 0x7ff;
 }
 
+/// The significand width of a normal double: 53 minus the trailing zeros of its 53-bit significand
+/// (1 for a power of two); 64 for 0, subnormals, inf and NaN (so a sum of widths fails every test).
+inline int significant_bits(double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const uint64_t exponent = (bits >> 52) & 0x7ff;
+  if (exponent == 0 || exponent == 0x7ff) return 64;
+  return 53 - __builtin_ctzll((bits & 0xfffffffffffffULL) | (uint64_t{1} << 52));
+}
+
+/// m = fl(ab) equals ab exactly: a = A 2^i, b = B 2^j with odd integers A, B of at most 53 bits
+/// together, so ab = AB 2^(i + j) with AB below 2^53; |m| >= 2^-1021 makes |ab| > 2^-1022, hence
+/// 2^(i + j) > 2^-1075, i + j >= -1074, and ab is a double; a finite m rules out overflow. Products of two
+/// f16, bf16 or f32 values (at most 24 bits each, no underflow: |ab| >= 2^-298) are always exact.
+inline bool product_is_exact(double a, double b, double m) {
+  return significant_bits(a) + significant_bits(b) <= 53 && std::fabs(m) >= 0x1p-1021 && std::fabs(m) < kInf;
+}
+
 }  // namespace ball_detail
 
 struct Ball {
@@ -70,12 +88,15 @@ struct Ball {
 
   /// |xy - ab| <= |a| rb + ra |b| + ra rb for x in a, y in b; |fl(ab) - ab| <= u |fl(ab)| + eta / 2.
   /// An exact zero times a bounded ball is exactly zero (as in the double-double ball): the normalized
-  /// rows of constant inputs, z = 0 r, stay exact, and so do the outputs built from them.
+  /// rows of constant inputs, z = 0 r, stay exact, and so do the outputs built from them. A product of
+  /// two exact doubles that fl does not round (product_is_exact: inputs of at most 26 bits, such as
+  /// gamma dy) is exact too, so that g gamma - mean(g gamma) cancels to an exact 0 at n = 1.
   friend Ball operator*(const Ball& a, const Ball& b) {
     using namespace ball_detail;
     const double m = a.mid * b.mid;
     const bool exact_zero_factor = (a.mid == 0 && a.rad == 0) || (b.mid == 0 && b.rad == 0);
     if (exact_zero_factor && a.bounded() && b.bounded()) return {m, 0.0};
+    if (a.rad == 0 && b.rad == 0 && product_is_exact(a.mid, b.mid, m)) return {m, 0.0};
     return {m, up(std::fabs(a.mid) * b.rad + a.rad * std::fabs(b.mid) + a.rad * b.rad + kU * std::fabs(m) + kEta)};
   }
 

@@ -211,6 +211,29 @@ RC_GTEST_PROP(Ball, ProductContainsTheExactResult, ()) {
   check_contains(a * b, prods);
 }
 
+/// An odd integer of exactly `width` bits (1..53) times 2^e, with a random sign.
+double odd_with_width(int width, int e) {
+  const uint64_t top = uint64_t{1} << (width - 1);
+  const uint64_t odd = width == 1 ? 1 : top | (static_cast<uint64_t>(*rc::gen::inRange<int64_t>(0, int64_t{1} << std::min(width - 1, 62))) & (top - 1)) | 1;
+  return *rc::gen::element(-1.0, 1.0) * std::ldexp(static_cast<double>(odd), e);
+}
+
+// Products of exact doubles whose significand widths add up to around 53 (the rule's edge), with
+// exponents reaching the subnormal range and overflow: the product ball contains the exact product,
+// and it is exact (radius 0) whenever the widths fit in 53 bits and nothing underflows or overflows.
+RC_GTEST_PROP(Ball, AProductOfExactDoublesIsExactWhenItsSignificandsFit, ()) {
+  const int wa = *rc::gen::inRange(1, 54), wb = std::max(1, std::min(53, *rc::gen::inRange(50, 57) - wa));
+  const bool near_underflow = *rc::gen::inRange(0, 3) == 0;  // products from 2^-1076 to 2^-996: both operands stay normal
+  const int ea = near_underflow ? *rc::gen::inRange(-540, -480) : *rc::gen::inRange(-560, 500);
+  const int eb = near_underflow ? -1076 + *rc::gen::inRange(0, 80) - ea - (wa + wb - 2) : *rc::gen::inRange(-560, 500);
+  const Ball a(odd_with_width(wa, ea)), b(odd_with_width(wb, eb));
+  const Ball p = a * b;
+  check_contains(p, std::vector<Big>{Big(a.mid) * Big(b.mid)});
+  const double magnitude = std::fabs(a.mid) * std::fabs(b.mid);
+  if (wa + wb <= 53 && magnitude >= 0x1p-1021 && magnitude < HUGE_VAL) RC_ASSERT(p.rad == 0.0);
+  RC_TAG(wa + wb <= 53 ? "fits" : "wider");
+}
+
 RC_GTEST_PROP(Ball, QuotientContainsTheExactResultOrIsUnbounded, ()) {
   const Ball a = adversarial_ball(), b = adversarial_ball();
   const Ball q = a / b;
