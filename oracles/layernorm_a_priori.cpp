@@ -86,7 +86,10 @@ CertifiedLayerNorm evaluate_layernorm_a_priori(const LayerNormCase& c, bool with
   const int64_t n = c.n, rows = c.rows;
   const double row_factor = sum2_factor(n), column_factor = sum2_factor(rows);
   const double y_eta = up(kEta * (1 + max_abs(c.gamma)));
-  std::vector<Ball> y(c.x.size()), dx(with_vjp ? c.x.size() : 0), mean(static_cast<size_t>(rows)), var(mean.size()), rstd(mean.size());
+  // y and dx are certified row by row, from one row's balls (still in cache).
+  std::vector<Ball> y(static_cast<size_t>(n)), dx(with_vjp ? y.size() : 0), mean(static_cast<size_t>(rows)), var(mean.size()), rstd(mean.size());
+  out.y.reserve(c.x.size());
+  out.dx.reserve(with_vjp ? c.x.size() : 0);
   std::vector<double> z(static_cast<size_t>(n)), g(z.size());
   std::vector<Sum2> dgamma_sums(with_vjp ? z.size() : 0), dbeta_sums(dgamma_sums.size());
   double mu = 0, zeta_max = 0;  // over rows: |fl(dy z) - dy z| <= mu |fl(dy z)| + |dy| (zeta + eta) + eta
@@ -105,8 +108,9 @@ CertifiedLayerNorm evaluate_layernorm_a_priori(const LayerNormCase& c, bool with
       const double p = c.gamma[j] * z[j], yj = p + c.beta[j];  // layernorm_affine: Real(gamma) * z + Real(beta)
       const double rad = c.gamma[j] == 0 ? 0.0  // the ball's exact-zero product: y = beta exactly
                                          : up(kU * std::fabs(yj) + alpha * std::fabs(p) + zeta * std::fabs(c.gamma[j]) + y_eta);
-      y[base + j] = Ball(yj, rad);
+      y[j] = Ball(yj, rad);
     }
+    detail::certify_into(y.data(), y.size(), c.dtype, out.y, out);
     if (!with_vjp) continue;
     const double* dy = &c.dy[base];
     Sum2 sum_g, sum_zg;
@@ -122,15 +126,14 @@ CertifiedLayerNorm evaluate_layernorm_a_priori(const LayerNormCase& c, bool with
     const DxBound b = dx_bound(sum_g, sum_zg, n, row_factor, rn, z_max);
     for (int64_t j = 0; j < n; ++j) {
       const double a = g[j] - b.mean_g, w = z[j] * b.mean_zg, bj = a - w, dxj = r_m * bj;  // r * (g - mean_g - z * mean_zg)
-      dx[base + j] = Ball(dxj, up(kU * std::fabs(dxj) + b.c1 * std::fabs(bj) + b.c2 * std::fabs(g[j]) + b.c3 * std::fabs(z[j]) + b.c4));
+      dx[j] = Ball(dxj, up(kU * std::fabs(dxj) + b.c1 * std::fabs(bj) + b.c2 * std::fabs(g[j]) + b.c3 * std::fabs(z[j]) + b.c4));
     }
+    detail::certify_into(dx.data(), dx.size(), c.dtype, out.dx, out);
   }
-  out.y = detail::certify_all(y, c.dtype, out);
   detail::mids(mean, out.mean, out.mean_rad);
   detail::mids(var, out.var, out.var_rad);
   detail::mids(rstd, out.rstd, out.rstd_rad);
   if (with_vjp) {
-    out.dx = detail::certify_all(dx, c.dtype, out);
     std::vector<Ball> dgamma(dgamma_sums.size()), dbeta(dgamma.size());
     const double n_eta = static_cast<double>(rows) * kEta;
     for (size_t j = 0; j < dgamma.size(); ++j) {

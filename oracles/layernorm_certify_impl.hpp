@@ -38,31 +38,31 @@ inline void ball_parts(const DdBall& b, double& hi, double& lo, double& rad) {
   rad = b.rad;
 }
 
-/// Certifies every output and folds it into out's accounting. Balls go through rule C's inline test
-/// first (certify_by_bits: the same certificate and radius in ULPs as the general path, which takes
-/// the outputs it cannot decide).
+/// Certifies the `count` outputs at v, appends their certificates to r and folds them into out's
+/// accounting. Balls go through rule C's inline test first (certify_by_bits: the same certificate and
+/// radius in ULPs as the general path, which takes the outputs it cannot decide). The a priori level
+/// certifies row by row, while the row's balls are still in cache.
 template <class Interval>
-std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dtype, CertifiedLayerNorm& out) {
-  std::vector<CertifiedValue> r;
+void certify_into(const Interval* v, size_t count, DType dtype, std::vector<CertifiedValue>& r, CertifiedLayerNorm& out) {
   const FloatFormat& fmt = *dtype_info(dtype).format;
   if constexpr (std::is_same_v<Interval, Ball>) {
     if (fmt.precision < 53) {  // the run certifier, then certify_ball for what rule C leaves
-      r.reserve(v.size());
-      std::unique_ptr<bool[]> decided(new bool[v.size()]);
-      certify_balls_by_bits(v.data(), v.size(), fmt, r, decided.get(), out.max_err_ulps);
-      for (size_t i = 0; i < v.size(); ++i)
+      const size_t first = r.size();
+      std::unique_ptr<bool[]> decided(new bool[count]);
+      certify_balls_by_bits(v, count, fmt, r, decided.get(), out.max_err_ulps);
+      for (size_t i = 0; i < count; ++i)
         if (!decided[i]) {
-          r[i] = certify_ball(v[i], dtype);
-          account_element(r[i], fmt, out);
+          r[first + i] = certify_ball(v[i], dtype);
+          account_element(r[first + i], fmt, out);
         }
-      return r;
+      return;
     }
   }
-  r.reserve(v.size());
   // The maxima of the decided outputs are kept in registers (the compiler cannot prove that out does
   // not alias the vectors written) and folded into out around each general-path output.
   double max_err = out.max_err_ulps;
-  for (const auto& e : v) {
+  for (size_t i = 0; i < count; ++i) {
+    const Interval& e = v[i];
     if constexpr (std::is_same_v<Interval, Ball> || std::is_same_v<Interval, DdBall>) {
       double hi, lo, rad, rad_ulps;
       ball_parts(e, hi, lo, rad);
@@ -79,6 +79,14 @@ std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dt
     max_err = out.max_err_ulps;
   }
   out.max_err_ulps = max_err;
+}
+
+/// The certificates of every output of v (certify_into).
+template <class Interval>
+std::vector<CertifiedValue> certify_all(const std::vector<Interval>& v, DType dtype, CertifiedLayerNorm& out) {
+  std::vector<CertifiedValue> r;
+  r.reserve(v.size());
+  certify_into(v.data(), v.size(), dtype, r, out);
   return r;
 }
 

@@ -72,7 +72,10 @@ CertifiedLayerNorm evaluate_rmsnorm_a_priori(const LayerNormCase& c, bool with_v
   const double row_factor = sum2_factor(n), column_factor = sum2_factor(rows);
   const double g_max = max_abs(c.gamma), dy_max = with_vjp ? max_abs(c.dy) : 0;
   const double y_eta = up(kEta * (1 + g_max));  // section 18.2: rad(y) <= alpha |y| + eta (1 + G)
-  std::vector<Ball> y(c.x.size()), dx(with_vjp ? c.x.size() : 0), ms(static_cast<size_t>(rows)), rstd(ms.size());
+  // y and dx are certified row by row, from one row's balls (still in cache).
+  std::vector<Ball> y(static_cast<size_t>(n)), dx(with_vjp ? y.size() : 0), ms(static_cast<size_t>(rows)), rstd(ms.size());
+  out.y.reserve(c.x.size());
+  out.dx.reserve(with_vjp ? c.x.size() : 0);
   std::vector<double> z(static_cast<size_t>(n)), v(z.size());
   std::vector<Sum2> columns(with_vjp ? z.size() : 0);
   double mu = 0;  // max over rows of u + kappa (1 + 2u): |fl(dy z) - dy z| <= mu |fl(dy z)| + eta (1 + D)
@@ -88,8 +91,9 @@ CertifiedLayerNorm evaluate_rmsnorm_a_priori(const LayerNormCase& c, bool with_v
       z[j] = x[j] * r_m;  // rmsnorm_normalized: r[i] * Real(x)
       const double yj = c.gamma[j] * z[j];  // rmsnorm_gain: Real(g) * z
       const bool exact_zero = x[j] == 0 || c.gamma[j] == 0;  // the ball's exact-zero product rule
-      y[base + j] = Ball(yj, exact_zero ? 0.0 : up(alpha * std::fabs(yj) + y_eta));
+      y[j] = Ball(yj, exact_zero ? 0.0 : up(alpha * std::fabs(yj) + y_eta));
     }
+    detail::certify_into(y.data(), y.size(), c.dtype, out.y, out);
     if (!with_vjp) continue;
     const double* dy = &c.dy[base];
     Sum2 sum_vz;
@@ -104,16 +108,15 @@ CertifiedLayerNorm evaluate_rmsnorm_a_priori(const LayerNormCase& c, bool with_v
     const DxBound b = dx_bound(sum_vz, n, row_factor, rs, v_max, z_max);
     for (int64_t j = 0; j < n; ++j) {
       const double d = v[j] - z[j] * b.m, dxj = r_m * d;  // r[i] * (v - z * mean_vz)
-      dx[base + j] = Ball(dxj, up(kU * std::fabs(dxj) + b.c1 * std::fabs(d) + b.c2 * std::fabs(v[j]) + b.c3 * std::fabs(z[j]) + b.c4));
+      dx[j] = Ball(dxj, up(kU * std::fabs(dxj) + b.c1 * std::fabs(d) + b.c2 * std::fabs(v[j]) + b.c3 * std::fabs(z[j]) + b.c4));
     }
+    detail::certify_into(dx.data(), dx.size(), c.dtype, out.dx, out);
   }
-  out.y = detail::certify_all(y, c.dtype, out);
   const std::vector<Ball> zero(ms.size(), Ball(0));
   detail::mids(zero, out.mean, out.mean_rad);
   detail::mids(ms, out.var, out.var_rad);
   detail::mids(rstd, out.rstd, out.rstd_rad);
   if (with_vjp) {
-    out.dx = detail::certify_all(dx, c.dtype, out);
     std::vector<Ball> dgamma(columns.size());
     const double q_eta = up(static_cast<double>(rows) * kEta * (1 + dy_max));
     for (size_t j = 0; j < columns.size(); ++j) {
