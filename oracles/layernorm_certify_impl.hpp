@@ -48,8 +48,10 @@ void certify_into(const Interval* v, size_t count, DType dtype, std::vector<Cert
   if constexpr (std::is_same_v<Interval, Ball>) {
     if (fmt.precision < 53) {  // the run certifier, then certify_ball for what rule C leaves
       const size_t first = r.size();
-      std::unique_ptr<bool[]> decided(new bool[count]);
-      certify_balls_by_bits(v, count, fmt, r, decided.get(), out.max_err_ulps);
+      bool on_stack[256];  // short rows (the a priori level certifies row by row) allocate nothing
+      const std::unique_ptr<bool[]> on_heap(count > 256 ? new bool[count] : nullptr);
+      bool* decided = count > 256 ? on_heap.get() : on_stack;
+      certify_balls_by_bits(v, count, fmt, r, decided, out.max_err_ulps);
       for (size_t i = 0; i < count; ++i)
         if (!decided[i]) {
           r[first + i] = certify_ball(v[i], dtype);
