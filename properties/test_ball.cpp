@@ -223,7 +223,7 @@ double odd_with_width(int width, int e) {
 // and it is exact (radius 0) whenever the widths fit in 53 bits and nothing underflows or overflows.
 RC_GTEST_PROP(Ball, AProductOfExactDoublesIsExactWhenItsSignificandsFit, ()) {
   const int wa = *rc::gen::inRange(1, 54), wb = std::max(1, std::min(53, *rc::gen::inRange(50, 57) - wa));
-  const bool near_underflow = *rc::gen::inRange(0, 3) == 0;  // products from 2^-1076 to 2^-996: both operands stay normal
+  const bool near_underflow = *rc::gen::inRange(0, 3) == 0;  // products from 2^-1076 to 2^-994: both operands stay normal
   const int ea = near_underflow ? *rc::gen::inRange(-540, -480) : *rc::gen::inRange(-560, 500);
   const int eb = near_underflow ? -1076 + *rc::gen::inRange(0, 80) - ea - (wa + wb - 2) : *rc::gen::inRange(-560, 500);
   const Ball a(odd_with_width(wa, ea)), b(odd_with_width(wb, eb));
