@@ -29,6 +29,11 @@ inline double sum2_factor(int64_t k) {
   return up(2 * g * g);
 }
 
+/// 1 / (1 - gamma_{k-1}), rounded up: the exact sum of k nonnegative doubles is at most this times
+/// their sum in round-to-nearest (each addition loses at most the factor 1 - u, and adding
+/// nonnegatives never underflows), so sum |t| <= abs_sum_factor(k) A for Sum2's abs_sum() A.
+inline double abs_sum_factor(int64_t k) { return up(1 / down(1 - gamma_up(k > 1 ? k - 1 : 0))); }
+
 /// Algorithm Sum2 of Ogita, Rump and Oishi (2005), with exactly the operations of BallSum's
 /// midpoint (TwoSum of the running sum, the errors summed plainly, then s + c), so its value is the
 /// double ball's midpoint bit for bit; and the plain sum of the terms' magnitudes.

@@ -135,11 +135,12 @@ CertifiedLayerNorm evaluate_layernorm_a_priori(const LayerNormCase& c, bool with
   detail::mids(rstd, out.rstd, out.rstd_rad);
   if (with_vjp) {
     std::vector<Ball> dgamma(dgamma_sums.size()), dbeta(dgamma.size());
-    const double n_eta = static_cast<double>(rows) * kEta;
+    const double n_eta = static_cast<double>(rows) * kEta, f = abs_sum_factor(rows);
+    const double f_mu = up(f * mu), f_zeta = up(f * (zeta_max + kEta));  // sum |q| <= f A_q, sum |dy| <= f A_dy
     for (size_t j = 0; j < dgamma.size(); ++j) {
       const double a_q = dgamma_sums[j].abs_sum(), a_dy = dbeta_sums[j].abs_sum();
       dgamma[j] = Ball(dgamma_sums[j].value(),
-                       up(dgamma_sums[j].error(column_factor) + 2 * mu * a_q + 2 * (zeta_max + kEta) * a_dy + n_eta));
+                       up(dgamma_sums[j].error(column_factor) + f_mu * a_q + f_zeta * a_dy + n_eta));
       dbeta[j] = Ball(dbeta_sums[j].value(), dbeta_sums[j].error(column_factor));  // exact terms
     }
     out.dgamma = detail::certify_all(dgamma, c.dtype, out);

@@ -119,9 +119,10 @@ CertifiedLayerNorm evaluate_rmsnorm_a_priori(const LayerNormCase& c, bool with_v
   if (with_vjp) {
     std::vector<Ball> dgamma(columns.size());
     const double q_eta = up(static_cast<double>(rows) * kEta * (1 + dy_max));
+    const double f_mu = up(abs_sum_factor(rows) * mu);  // sum |q| <= f A
     for (size_t j = 0; j < columns.size(); ++j) {
       const double value = columns[j].value(), a = columns[j].abs_sum();
-      dgamma[j] = Ball(value, up(columns[j].error(column_factor) + 2 * mu * a + q_eta));
+      dgamma[j] = Ball(value, up(columns[j].error(column_factor) + f_mu * a + q_eta));
     }
     out.dgamma = detail::certify_all(dgamma, c.dtype, out);
   }
