@@ -8,6 +8,7 @@
 
 #include "core/layernorm_case.hpp"
 #include "properties/cli_harness.hpp"
+#include "report/case_json.hpp"
 #include "report/json_input.hpp"
 #include "report/output_files.hpp"
 
@@ -77,6 +78,25 @@ TEST(Hardening, MalformedReportFieldsNameTheFileInOneLine) {
   const fs::path st = scratch() / "hardening_evil.safetensors";
   std::ofstream(st, std::ios::binary) << file << header << 'x';
   expect_one_line_exit_two("contract --assume-chain --in " + st.string() + " --out " + (scratch() / "evil_out.safetensors").string(), "evil\\nname\\x1b[2J");
+}
+
+// A float where a case's shape needs an integer (found by fuzz_report_json: rows = 1.97778e+48
+// reached nlohmann's cast to int64_t, undefined behaviour) is refused with an error naming the field,
+// and so is an integer beyond int64_t. This test runs under ASan + UBSan in scripts/sanitize.sh.
+TEST(Hardening, ACaseShapeThatIsNotA64BitIntegerIsRefused) {
+  const nlohmann::json good = {{"dtype", "f32"}, {"rows", 1}, {"n", 1}, {"eps", "0x1p-20"}, {"x", {"0x1p+0"}}, {"gamma", {"0x1p+0"}},
+                               {"beta", {"0x0p+0"}}};
+  EXPECT_EQ(normcheck::case_from_json(good).rows, 1);
+  for (const nlohmann::json& bad : {nlohmann::json(1.97778e48), nlohmann::json(2.5), nlohmann::json(18446744073709551615ULL), nlohmann::json("1")}) {
+    nlohmann::json j = good;
+    j["rows"] = bad;
+    try {
+      (void)normcheck::case_from_json(j);
+      ADD_FAILURE() << "accepted rows = " << bad.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("'rows' must be an integer"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Hardening, ShapesBeyondTheElementCapAreRefusedBeforeAnyAllocation) {

@@ -1,6 +1,7 @@
 #include "report/case_json.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -84,6 +85,12 @@ nlohmann::json case_to_json(const LayerNormCase& c) {
   return j;
 }
 
+int64_t json_int64(const nlohmann::json& v, const std::string& what) {
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
+    throw std::invalid_argument(what + " must be an integer that fits in 64 bits");
+  return v.get<int64_t>();
+}
+
 LayerNormCase case_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw std::invalid_argument("case must be a JSON object");
   for (const char* key : {"dtype", "rows", "n", "eps", "x", "gamma", "beta"})
@@ -92,8 +99,8 @@ LayerNormCase case_from_json(const nlohmann::json& j) {
   const auto dt = parse_dtype(j.at("dtype").get<std::string>());
   if (!dt) throw std::invalid_argument("unknown dtype '" + j.at("dtype").get<std::string>() + "'");
   c.dtype = *dt;
-  c.rows = j.at("rows").get<int64_t>();
-  c.n = j.at("n").get<int64_t>();
+  c.rows = json_int64(j.at("rows"), "case field 'rows'");
+  c.n = json_int64(j.at("n"), "case field 'n'");
   c.eps = parse_hexfloat(j.at("eps").get<std::string>());
   c.x = parse_hex_array(j.at("x"), "x");
   c.gamma = parse_hex_array(j.at("gamma"), "gamma");
@@ -132,9 +139,9 @@ RmsBlockCase block_case_from_json(const nlohmann::json& j) {
   const auto dt = parse_dtype(j.at("dtype").get<std::string>());
   if (!dt) throw std::invalid_argument("unknown dtype '" + j.at("dtype").get<std::string>() + "'");
   c.dtype = *dt;
-  c.rows = j.at("rows").get<int64_t>();
-  c.n = j.at("n").get<int64_t>();
-  c.m = j.at("m").get<int64_t>();
+  c.rows = json_int64(j.at("rows"), "block case field 'rows'");
+  c.n = json_int64(j.at("n"), "block case field 'n'");
+  c.m = json_int64(j.at("m"), "block case field 'm'");
   c.eps = parse_hexfloat(j.at("eps").get<std::string>());
   c.x = parse_hex_array(j.at("x"), "x");
   c.g = parse_hex_array(j.at("g"), "g");

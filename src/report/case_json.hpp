@@ -28,6 +28,10 @@ std::optional<double> json_number_value(const nlohmann::json& v);
 inline int64_t row_length_of_output(const std::string& output, int64_t n) {
   return (output == "y" || output == "dx") ? n : 0;
 }
+/// A JSON integer that fits in int64_t; throws std::invalid_argument naming `what` for anything else.
+/// nlohmann's get<int64_t>() converts a float such as 1e48 with a cast that is undefined behaviour
+/// (found by fuzz_report_json), so every integer read from a user's file goes through this.
+int64_t json_int64(const nlohmann::json& v, const std::string& what);
 /// Parses hexfloat (or decimal) text; throws std::invalid_argument on malformed text.
 double parse_hexfloat(const std::string& s);
 
