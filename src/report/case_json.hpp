@@ -30,7 +30,8 @@ inline int64_t row_length_of_output(const std::string& output, int64_t n) {
 }
 /// A JSON integer that fits in int64_t; throws std::invalid_argument naming `what` for anything else.
 /// nlohmann's get<int64_t>() converts a float such as 1e48 with a cast that is undefined behaviour
-/// (found by fuzz_report_json), so every integer read from a user's file goes through this.
+/// (found by fuzz_report_json). The case readers use it; other integer reads of report fields do not
+/// yet (docs/fuzzing.md).
 int64_t json_int64(const nlohmann::json& v, const std::string& what);
 /// Parses hexfloat (or decimal) text; throws std::invalid_argument on malformed text.
 double parse_hexfloat(const std::string& s);
