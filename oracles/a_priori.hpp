@@ -42,10 +42,11 @@ class Sum2 {
   void add(double t) {
     const double m = s_ + t, bb = m - s_, e = (s_ - (m - bb)) + (t - bb);
     s_ = m;
-    if (e != 0) {
-      c_ += e;
-      inexact_ = true;
-    }
+    // Without a branch (whether a TwoSum is exact is data, a coin toss for some rows): adding an
+    // exact zero leaves c unchanged, as the ball's skipped addition does (c starts at +0 and a sum
+    // that cancels to zero is +0 in round-to-nearest, so c is never -0 and c + (-0) = c).
+    c_ += e;
+    inexact_ |= e != 0;
     abs_ += std::fabs(t);
   }
   double value() const { return s_ + c_; }
