@@ -145,14 +145,16 @@ class BallSum {
     double m = 0;
     const double e = two_sum(s_, x.mid, m);  // s + mid = m + e exactly
     s_ = m;
-    if (!std::isfinite(m)) over_ = true;
-    if (e != 0) {
-      double cn = 0;
-      const double ec = two_sum(c_, e, cn);  // c + e = cn + ec exactly: c's rounding, collected in crad
-      c_ = cn;
-      if (ec != 0) crad_ = up(crad_ + std::fabs(ec));
-    }
-    if (x.rad != 0) rad_ = up(rad_ + x.rad);
+    over_ |= !std::isfinite(m);
+    // Without branches: whether a TwoSum is exact, or a term exact, is data (a coin toss on f32
+    // rows). Adding e = 0 leaves c unchanged (c starts at +0 and a cancelling sum is +0 in
+    // round-to-nearest, so c is never -0), and the radii take the selected values.
+    double cn = 0;
+    const double ec = two_sum(c_, e, cn);  // c + e = cn + ec exactly: c's rounding, collected in crad
+    c_ = cn;
+    const double crad_grown = up(crad_ + std::fabs(ec)), rad_grown = up(rad_ + x.rad);
+    crad_ = ec != 0 ? crad_grown : crad_;
+    rad_ = x.rad != 0 ? rad_grown : rad_;
     return *this;
   }
   /// The sum: s + c = m + e exactly, |c - sum of the TwoSum errors| <= crad.
