@@ -64,11 +64,12 @@ DxBound dx_bound(const Sum2& sum_g, const Sum2& sum_zg, int64_t n, double sum_fa
   b.mean_zg = sum_zg.value() / nd;
   if (!(rn.kappa < HUGE_VAL)) return b;
   const double kappa = rn.kappa, zeta = rn.zeta, a_g = sum_g.abs_sum(), a_p = sum_zg.abs_sum();
-  const double e_sg = up(sum_g.error(sum_factor) + 2 * kU * a_g + nd * kEta);  // the terms' own roundings: u |g| + eta / 2 each
+  const double f = abs_sum_factor(n);  // sum_j |t_j| <= f A for a row's plain sum A of |t_j|
+  const double e_sg = up(sum_g.error(sum_factor) + kU * f * a_g + nd * kEta);  // the terms' own roundings: u |g| + eta / 2 each
   const double e_mg = up(kU * std::fabs(b.mean_g) + kEta + e_sg / nd);
   const double lambda = up(kU + (kappa + kU * (1 + kappa)) * (1 + 2 * kU));
-  const double e_szg = up(sum_zg.error(sum_factor) + 2 * lambda * a_p + 2 * (1 + 2 * kU) * (zeta + kEta) * a_g +
-                          nd * kEta * (z_max + zeta + 2));
+  const double f_lambda = up(f * lambda), f_g = up(f * (1 + 2 * kU));  // section 18.2's 2 (1 + 2u), with f for the 2
+  const double e_szg = up(sum_zg.error(sum_factor) + f_lambda * a_p + f_g * (zeta + kEta) * a_g + nd * kEta * (z_max + zeta + 2));
   const double e_mzg = up(kU * std::fabs(b.mean_zg) + kEta + e_szg / nd);
   const double r_m = rn.r.mid, r_r = rn.r.rad, big_r = up(r_m + r_r), mg = std::fabs(b.mean_g), mzg = std::fabs(b.mean_zg);
   b.c1 = up(r_r + big_r * kU);

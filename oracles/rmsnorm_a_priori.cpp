@@ -29,9 +29,10 @@ struct RowScale {
 RowScale row_scale(const double* x, int64_t n, double eps, double sum_factor) {
   Sum2 s;
   for (int64_t j = 0; j < n; ++j) s.add(x[j] * x[j]);
-  const double a = s.abs_sum();
-  // Sum2's error, plus the squares' roundings: sum |fl(x^2) - x^2| <= u sum fl(x^2) + n eta / 2 <= 2u A + n eta / 2.
-  const Ball sum(s.value(), up(s.error(sum_factor) + 2 * kU * a + static_cast<double>(n) * kEta));
+  const double a = s.abs_sum(), f = abs_sum_factor(n);
+  // Sum2's error, plus the squares' roundings: sum |fl(x^2) - x^2| <= u sum fl(x^2) + n eta / 2 <= u f A + n eta / 2
+  // (u f is exact: a power of two times f >= 1).
+  const Ball sum(s.value(), up(s.error(sum_factor) + kU * f * a + static_cast<double>(n) * kEta));
   RowScale out;
   out.ms = sum / Ball(static_cast<double>(n));
   out.r = Ball(1) / sqrt(out.ms + Ball(eps));
@@ -53,7 +54,8 @@ DxBound dx_bound(const Sum2& s, int64_t n, double sum_factor, const RowScale& rs
   if (!(rs.kappa < HUGE_VAL)) return b;
   const double kappa = rs.kappa, a = s.abs_sum();
   const double lambda = up(kU + (kappa + (1 + kappa) * kU) * (1 + 2 * kU));  // |fl(v z) - v z| <= lambda |fl(v z)| + eta (1 + 2V + Z)
-  const double e_s = up(s.error(sum_factor) + 2 * lambda * a + nd * kEta * (1 + 2 * v_max + z_max));
+  const double f_lambda = up(abs_sum_factor(n) * lambda);  // sum_j lambda |fl(v z)| <= lambda f A
+  const double e_s = up(s.error(sum_factor) + f_lambda * a + nd * kEta * (1 + 2 * v_max + z_max));
   const double e_m = up(kU * std::fabs(b.m) + kEta + e_s / nd);
   const double r_m = rs.r.mid, r_r = rs.r.rad, big_r = up(r_m + r_r), am = std::fabs(b.m);
   b.c1 = up(r_r + big_r * kU);
