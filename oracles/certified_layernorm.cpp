@@ -1,6 +1,7 @@
 #include "oracles/certified_layernorm.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include "oracles/certificate_accounting.hpp"
 #include "oracles/certified_rms_block.hpp"
@@ -9,22 +10,28 @@ namespace normcheck::oracle {
 
 // The precision cascade (docs/bounds.md section 18): double ball, double-double ball, MPFI at 168,
 // 500 and 1330 bits. A level whose every output is accepted (radius within 1e-3 ULP, rounding
-// decided) ends it. Otherwise, when at most half the rows fail (y, dx, du) and at most half the
-// columns (dgamma, dbeta: sums over all rows), only those are evaluated again at the next levels
-// and spliced in: the failing rows as a case of their own (each row's y, dx, du and statistics
-// depend on that row alone), the failing columns from whole-row statistics (evaluate_*_columns);
-// else the whole case goes to the next level. The double ball is not tried for f64 outputs: a 53-bit midpoint
+// decided) ends it. Otherwise, when at most half the outputs (y and dx; the JVP: half the rows of
+// du) and at most half the columns (dgamma, dbeta: sums over all rows) fail, only those are
+// evaluated again at the next levels
+// and spliced in: the failing y and dx outputs from a case of their rows (each row's outputs and
+// statistics depend on that row alone; evaluate_*_outputs computes the row statistics and the
+// VJP's row means, then those outputs only), the JVP's failing rows as a case of their own, the
+// failing columns from whole-row statistics (evaluate_*_columns); else the whole case goes to the
+// next level. The double ball is not tried for f64 outputs: a 53-bit midpoint
 // cannot reach 1e-3 ULP of binary64 unless every output is exact.
 
 namespace {
 
 using LayerNormLevel = CertifiedLayerNorm (*)(const LayerNormCase&, bool);
 using ColumnLevel = CertifiedLayerNorm (*)(const LayerNormCase&, const std::vector<int64_t>&);
+using OutputLevel = CertifiedLayerNorm (*)(const LayerNormCase&, const std::vector<int64_t>&, const std::vector<int64_t>&);
 
-/// The levels of a cascade: whole cases, and the same levels for columns only.
+/// The levels of a cascade: whole cases, and the same levels for columns only and for some y and dx
+/// outputs only.
 struct Levels {
   std::vector<LayerNormLevel> whole;
   std::vector<ColumnLevel> columns;
+  std::vector<OutputLevel> outputs;
 };
 using JvpLevel = CertifiedLayerNormJvp (*)(const LayerNormCase&, const LayerNormTangents&);
 
@@ -115,28 +122,70 @@ void settle_columns(const std::vector<ColumnLevel>& levels, size_t first, const 
   }
 }
 
-/// `columns`: dgamma and dbeta are wanted (false for a case of failing rows, whose column sums
-/// cover only those rows and are discarded).
-CertifiedLayerNorm cascade(const Levels& levels, size_t first, const LayerNormCase& c, bool with_vjp, bool columns = true) {
+/// Indices of the outputs of v that the level did not accept.
+std::vector<int64_t> failing_outputs(const std::vector<CertifiedValue>& v, const FloatFormat& fmt) {
+  std::vector<int64_t> out;
+  for (size_t k = 0; k < v.size(); ++k)
+    if (!element_accepted(v[k], fmt)) out.push_back(static_cast<int64_t>(k));
+  return out;
+}
+
+/// The rows of the row-major outputs a and b, ascending, each once.
+std::vector<int64_t> rows_of(const std::vector<int64_t>& a, const std::vector<int64_t>& b, int64_t n) {
+  std::vector<int64_t> rows;
+  for (const auto* v : {&a, &b})
+    for (int64_t k : *v) rows.push_back(k / n);
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+/// The outputs (row-major indices into a case) as indices into case_of_rows(case, rows).
+std::vector<int64_t> indices_in_rows(const std::vector<int64_t>& outputs, const std::vector<int64_t>& rows, int64_t n) {
+  std::vector<int64_t> out;
+  out.reserve(outputs.size());
+  for (int64_t k : outputs) out.push_back((std::lower_bound(rows.begin(), rows.end(), k / n) - rows.begin()) * n + k % n);
+  return out;
+}
+
+/// Evaluates the y outputs `ys` and dx outputs `dxs` again from level `first` on until each is
+/// accepted (or the last level), each level on a case of the rows that still have one (whose
+/// statistics it recomputes over whole rows), splicing them and those rows' statistics into r.
+void settle_outputs(const std::vector<OutputLevel>& levels, size_t first, const LayerNormCase& c, std::vector<int64_t> ys,
+                    std::vector<int64_t> dxs, CertifiedLayerNorm& r) {
+  const FloatFormat& fmt = *dtype_info(c.dtype).format;
+  for (size_t level = first; level < levels.size() && !(ys.empty() && dxs.empty()); ++level) {
+    const std::vector<int64_t> rows = rows_of(ys, dxs, c.n);
+    const CertifiedLayerNorm part = levels[level](case_of_rows(c, rows), indices_in_rows(ys, rows, c.n), indices_in_rows(dxs, rows, c.n));
+    for (auto [whole, got, wanted] : {std::tuple{&r.y, &part.y, &ys}, {&r.dx, &part.dx, &dxs}}) {
+      std::vector<int64_t> still;
+      for (size_t t = 0; t < wanted->size(); ++t) {
+        const auto k = static_cast<size_t>((*wanted)[t]);
+        (*whole)[k] = (*got)[t];
+        if (!element_accepted((*got)[t], fmt)) still.push_back((*wanted)[t]);
+      }
+      *wanted = std::move(still);
+    }
+    for (auto [whole, piece] : {std::pair{&r.mean, &part.mean}, {&r.var, &part.var}, {&r.rstd, &part.rstd},
+                                {&r.mean_rad, &part.mean_rad}, {&r.var_rad, &part.var_rad}, {&r.rstd_rad, &part.rstd_rad}})
+      put_rows(*whole, *piece, rows, 1);
+    r.precision_bits = std::max(r.precision_bits, part.precision_bits);  // reported: the highest level used
+  }
+}
+
+CertifiedLayerNorm cascade(const Levels& levels, size_t first, const LayerNormCase& c, bool with_vjp) {
   CertifiedLayerNorm r;
+  const FloatFormat& fmt = *dtype_info(c.dtype).format;
   for (size_t level = first; level < levels.whole.size(); ++level) {
     r = levels.whole[level](c, with_vjp);
-    if (accepted(r)) return r;  // every output accepted: no failing row or column to look for
-    const std::vector<int64_t> rows = failing_rows({&r.y, &r.dx}, c);
-    const std::vector<int64_t> cols = columns ? failing_columns(r, c) : std::vector<int64_t>{};
+    if (accepted(r)) return r;  // every output accepted: no failing output or column to look for
+    const std::vector<int64_t> ys = failing_outputs(r.y, fmt), dxs = failing_outputs(r.dx, fmt);
+    const std::vector<int64_t> rows = rows_of(ys, dxs, c.n), cols = failing_columns(r, c);
     if ((rows.empty() && cols.empty()) || level + 1 == levels.whole.size()) return r;
-    if (!rows.empty() && !rows_can_fall_through(rows.size(), c.rows)) continue;
+    if (!rows.empty() && !rows_can_fall_through(ys.size() + dxs.size(), static_cast<int64_t>(r.y.size() + r.dx.size()))) continue;
     if (!cols.empty() && !rows_can_fall_through(cols.size(), c.n)) continue;
     settle_columns(levels.columns, level + 1, c, cols, r);
-    if (!rows.empty()) {
-      const CertifiedLayerNorm part = cascade(levels, level + 1, case_of_rows(c, rows), with_vjp, false);
-      put_rows(r.y, part.y, rows, c.n);
-      put_rows(r.dx, part.dx, rows, c.n);
-      for (auto [whole, piece] : {std::pair{&r.mean, &part.mean}, {&r.var, &part.var}, {&r.rstd, &part.rstd},
-                                  {&r.mean_rad, &part.mean_rad}, {&r.var_rad, &part.var_rad}, {&r.rstd_rad, &part.rstd_rad}})
-        put_rows(*whole, *piece, rows, 1);
-      r.precision_bits = std::max(r.precision_bits, part.precision_bits);
-    }
+    settle_outputs(levels.outputs, level + 1, c, ys, dxs, r);
     recount(r, {&r.y, &r.dx, &r.dgamma, &r.dbeta}, c.dtype);
     return r;
   }
@@ -172,12 +221,15 @@ size_t first_per_op_level(DType output) { return output == DType::f64 ? 2 : 0; }
 }  // namespace
 
 CertifiedLayerNorm certified_layernorm(const LayerNormCase& c, bool with_vjp) {
-  // The a priori level's columns are never evaluated alone (settle_columns starts at the level
-  // after the failing one), so the double ball's column function stands in its place.
+  // The a priori level's columns and outputs are never evaluated alone (settle_columns and
+  // settle_outputs start at the level after the failing one), so the double ball's functions stand
+  // in its place.
   const Levels all{{evaluate_layernorm_a_priori, evaluate_layernorm_ball, evaluate_layernorm_dd_ball, evaluate_layernorm_mpfi50,
                     evaluate_layernorm_mpfi150, evaluate_layernorm_mpfi400},
                    {evaluate_layernorm_columns_ball, evaluate_layernorm_columns_ball, evaluate_layernorm_columns_dd_ball,
-                    evaluate_layernorm_columns_mpfi50, evaluate_layernorm_columns_mpfi150, evaluate_layernorm_columns_mpfi400}};
+                    evaluate_layernorm_columns_mpfi50, evaluate_layernorm_columns_mpfi150, evaluate_layernorm_columns_mpfi400},
+                   {evaluate_layernorm_outputs_ball, evaluate_layernorm_outputs_ball, evaluate_layernorm_outputs_dd_ball,
+                    evaluate_layernorm_outputs_mpfi50, evaluate_layernorm_outputs_mpfi150, evaluate_layernorm_outputs_mpfi400}};
   return cascade(all, first_per_op_level(c.dtype), c, with_vjp);
 }
 
@@ -203,7 +255,9 @@ CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp) {
   const Levels all{{evaluate_rmsnorm_a_priori, evaluate_rmsnorm_ball, evaluate_rmsnorm_dd_ball, evaluate_rmsnorm_mpfi50,
                     evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400},
                    {evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_dd_ball,
-                    evaluate_rmsnorm_columns_mpfi50, evaluate_rmsnorm_columns_mpfi150, evaluate_rmsnorm_columns_mpfi400}};
+                    evaluate_rmsnorm_columns_mpfi50, evaluate_rmsnorm_columns_mpfi150, evaluate_rmsnorm_columns_mpfi400},
+                   {evaluate_rmsnorm_outputs_ball, evaluate_rmsnorm_outputs_ball, evaluate_rmsnorm_outputs_dd_ball,
+                    evaluate_rmsnorm_outputs_mpfi50, evaluate_rmsnorm_outputs_mpfi150, evaluate_rmsnorm_outputs_mpfi400}};
   return cascade(all, first_per_op_level(c.dtype), c, with_vjp);
 }
 

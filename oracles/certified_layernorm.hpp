@@ -95,6 +95,21 @@ CertifiedLayerNorm evaluate_rmsnorm_columns_mpfi50(const LayerNormCase& c, const
 CertifiedLayerNorm evaluate_rmsnorm_columns_mpfi150(const LayerNormCase& c, const std::vector<int64_t>& cols);
 CertifiedLayerNorm evaluate_rmsnorm_columns_mpfi400(const LayerNormCase& c, const std::vector<int64_t>& cols);
 
+/// y at `ys` and dx at `dxs` only (row-major indices into the case, ascending), in that order, per
+/// level of the cascade (its element fall-through: the row statistics over whole rows and, for a
+/// row with a dx wanted, the VJP's row means over the whole row; the columns stay empty). Each
+/// output is the same operations as the level's whole evaluation, so the same certificate.
+CertifiedLayerNorm evaluate_layernorm_outputs_ball(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs);
+CertifiedLayerNorm evaluate_layernorm_outputs_dd_ball(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs);
+CertifiedLayerNorm evaluate_layernorm_outputs_mpfi50(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs);
+CertifiedLayerNorm evaluate_layernorm_outputs_mpfi150(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs);
+CertifiedLayerNorm evaluate_layernorm_outputs_mpfi400(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs);
+CertifiedLayerNorm evaluate_rmsnorm_outputs_ball(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs);
+CertifiedLayerNorm evaluate_rmsnorm_outputs_dd_ball(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs);
+CertifiedLayerNorm evaluate_rmsnorm_outputs_mpfi50(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs);
+CertifiedLayerNorm evaluate_rmsnorm_outputs_mpfi150(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs);
+CertifiedLayerNorm evaluate_rmsnorm_outputs_mpfi400(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs);
+
 /// Certified RMSNorm, escalating like certified_layernorm.
 CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp);
 

@@ -161,6 +161,40 @@ void layernorm_vjp_normalized(const LayerNormCase& c, const std::vector<Real>& z
   }
 }
 
+/// The forward outputs y_k at `ys` and the VJP's dx_k at `dxs` only (row-major indices into the
+/// case, ascending), for the cascade's element fall-through: the row statistics over whole rows and,
+/// for a row with a dx wanted, the VJP's row means over the whole row; every output computed is the
+/// same operations as layernorm_affine's and layernorm_vjp_normalized's.
+template <class Real>
+void layernorm_outputs_at(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs,
+                          std::vector<Real>& y, std::vector<Real>& dx, LayerNormStats<Real>& s) {
+  layernorm_row_stats(c, s);
+  y.clear();
+  dx.clear();
+  for (const int64_t k : ys) {
+    const int64_t i = k / c.n, j = k % c.n;
+    y.push_back(Real(c.gamma[static_cast<size_t>(j)]) * layernorm_z(c, s, i, j) + Real(c.beta[static_cast<size_t>(j)]));
+  }
+  const Real n_real(static_cast<double>(c.n));
+  std::vector<Real> z(static_cast<size_t>(c.n)), g(z.size());
+  for (size_t next = 0; next < dxs.size();) {
+    const int64_t i = dxs[next] / c.n;
+    const size_t base = static_cast<size_t>(i * c.n);
+    sum_of_t<Real> sum_g{}, sum_zg{};
+    for (int64_t j = 0; j < c.n; ++j) {
+      z[j] = layernorm_z(c, s, i, j);
+      g[j] = Real(c.gamma[static_cast<size_t>(j)]) * Real(c.dy[base + j]);
+      sum_g += g[j];
+      sum_zg += z[j] * g[j];
+    }
+    const Real mean_g = total(sum_g) / n_real, mean_zg = total(sum_zg) / n_real;
+    for (; next < dxs.size() && dxs[next] / c.n == i; ++next) {
+      const int64_t j = dxs[next] % c.n;
+      dx.push_back(s.rstd[static_cast<size_t>(i)] * (g[j] - mean_g - z[j] * mean_zg));
+    }
+  }
+}
+
 /// Cotangents (dx, dgamma, dbeta) of the forward map for the output cotangent dy.
 template <class Real>
 void layernorm_vjp(const LayerNormCase& c, const std::vector<Real>& dy, std::vector<Real>& dx,

@@ -145,6 +145,26 @@ CertifiedLayerNorm evaluate_columns(const LayerNormCase& c, const std::vector<in
   return out;
 }
 
+/// y at `ys` and dx at `dxs` only (the cascade's element fall-through; row-major indices into c, ascending):
+/// out.y and out.dx hold their certificates in that order, mean, var and rstd every row's; the
+/// columns stay empty.
+template <class Interval>
+CertifiedLayerNorm evaluate_outputs(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs,
+                                    int precision_bits) {
+  CertifiedLayerNorm out;
+  out.precision_bits = precision_bits;
+  std::vector<Interval> y, dx;
+  LayerNormStats<Interval> stats;
+  layernorm_outputs_at(c, ys, dxs, y, dx, stats);
+  out.y = certify_all(y, c.dtype, out);
+  out.dx = certify_all(dx, c.dtype, out);
+  mids(stats.mean, out.mean, out.mean_rad);
+  mids(stats.var, out.var, out.var_rad);
+  mids(stats.rstd, out.rstd, out.rstd_rad);
+  out.certified = out.max_err_ulps <= kRequiredUlpFraction;
+  return out;
+}
+
 /// Certifies a JVP's du (collects the max error over its elements).
 template <class Interval>
 CertifiedLayerNormJvp certify_jvp(const std::vector<Interval>& du, DType dtype, int precision_bits) {
@@ -209,6 +229,27 @@ CertifiedLayerNorm evaluate_rms_columns(const LayerNormCase& c, const std::vecto
   const RmsBlockCase rc = rms_case_of(c);
   const std::vector<Interval> r = rms_reciprocal_of(rc, mean_of_squares<Interval>(rc));
   out.dgamma = certify_all(rmsnorm_gain_grad_columns(rc, r, c.dy, cols), c.dtype, out);
+  out.certified = out.max_err_ulps <= kRequiredUlpFraction;
+  return out;
+}
+
+/// RMSNorm's y at `ys` and dx at `dxs` only (evaluate_outputs for RMSNorm; mean is 0, var mean(x^2)).
+template <class Interval>
+CertifiedLayerNorm evaluate_rms_outputs(const LayerNormCase& c, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs,
+                                        int precision_bits) {
+  CertifiedLayerNorm out;
+  out.precision_bits = precision_bits;
+  const RmsBlockCase rc = rms_case_of(c);
+  const std::vector<Interval> ms = mean_of_squares<Interval>(rc);
+  const std::vector<Interval> r = rms_reciprocal_of(rc, ms);
+  std::vector<Interval> y, dx;
+  rmsnorm_outputs_at(rc, r, c.dy, ys, dxs, y, dx);
+  out.y = certify_all(y, c.dtype, out);
+  out.dx = certify_all(dx, c.dtype, out);
+  const std::vector<Interval> zero(r.size(), Interval(0));
+  mids(zero, out.mean, out.mean_rad);
+  mids(ms, out.var, out.var_rad);
+  mids(r, out.rstd, out.rstd_rad);
   out.certified = out.max_err_ulps <= kRequiredUlpFraction;
   return out;
 }
@@ -309,6 +350,14 @@ int mpfi_bits() {
   CertifiedLayerNorm evaluate_rmsnorm_columns_mpfi##Digits(const LayerNormCase& c, const std::vector<int64_t>& cols) { \
     return detail::evaluate_rms_columns<detail::MpfiInterval<Digits>>(c, cols, detail::mpfi_bits<Digits>()); \
   }                                                                                             \
+  CertifiedLayerNorm evaluate_layernorm_outputs_mpfi##Digits(const LayerNormCase& c, const std::vector<int64_t>& ys, \
+                                                             const std::vector<int64_t>& dxs) {        \
+    return detail::evaluate_outputs<detail::MpfiInterval<Digits>>(c, ys, dxs, detail::mpfi_bits<Digits>()); \
+  }                                                                                             \
+  CertifiedLayerNorm evaluate_rmsnorm_outputs_mpfi##Digits(const LayerNormCase& c, const std::vector<int64_t>& ys, \
+                                                           const std::vector<int64_t>& dxs) {          \
+    return detail::evaluate_rms_outputs<detail::MpfiInterval<Digits>>(c, ys, dxs, detail::mpfi_bits<Digits>()); \
+  }                                                                                             \
   CertifiedRmsBlock evaluate_rms_block_mpfi##Digits(const RmsBlockCase& c) {                    \
     return detail::evaluate_rms_block<detail::MpfiInterval<Digits>>(c, detail::mpfi_bits<Digits>(), Digits == 400); \
   }                                                                                             \
@@ -329,6 +378,14 @@ int mpfi_bits() {
   }                                                                                               \
   CertifiedLayerNorm evaluate_rmsnorm_columns_##suffix(const LayerNormCase& c, const std::vector<int64_t>& cols) { \
     return detail::evaluate_rms_columns<Real>(c, cols, bits);                                     \
+  }                                                                                               \
+  CertifiedLayerNorm evaluate_layernorm_outputs_##suffix(const LayerNormCase& c, const std::vector<int64_t>& ys, \
+                                                         const std::vector<int64_t>& dxs) {          \
+    return detail::evaluate_outputs<Real>(c, ys, dxs, bits);                                      \
+  }                                                                                               \
+  CertifiedLayerNorm evaluate_rmsnorm_outputs_##suffix(const LayerNormCase& c, const std::vector<int64_t>& ys, \
+                                                       const std::vector<int64_t>& dxs) {            \
+    return detail::evaluate_rms_outputs<Real>(c, ys, dxs, bits);                                  \
   }                                                                                               \
   CertifiedLayerNormJvp evaluate_layernorm_jvp_##suffix(const LayerNormCase& c, const LayerNormTangents& t) { \
     return detail::evaluate_jvp<Real>(c, t, bits);                                                \

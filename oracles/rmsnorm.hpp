@@ -112,6 +112,34 @@ std::vector<Real> rmsnorm_vjp_normalized(const RmsBlockCase& c, const std::vecto
   return dx;
 }
 
+/// The forward outputs u_k at `ys` and the VJP's dx_k at `dxs` only (row-major indices, ascending)
+/// from the reciprocal RMS of each row and the cotangent cu (rows * n exact doubles), for the
+/// cascade's element fall-through: for a row with a dx wanted, mean(v z) over the whole row; every
+/// output computed is the same operations as rmsnorm_gain's and rmsnorm_vjp_normalized's.
+template <class Real>
+void rmsnorm_outputs_at(const RmsBlockCase& c, const std::vector<Real>& r, const std::vector<double>& cu,
+                        const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs, std::vector<Real>& y,
+                        std::vector<Real>& dx) {
+  y.clear();
+  dx.clear();
+  for (const int64_t k : ys) y.push_back(Real(c.g[k % c.n]) * (r[k / c.n] * Real(c.x[k])));
+  std::vector<Real> z(static_cast<size_t>(c.n)), v(z.size());
+  for (size_t next = 0; next < dxs.size();) {
+    const int64_t i = dxs[next] / c.n;
+    sum_of_t<Real> sum_vz{};
+    for (int64_t j = 0; j < c.n; ++j) {
+      z[j] = r[i] * Real(c.x[i * c.n + j]);
+      v[j] = Real(c.g[j]) * Real(cu[i * c.n + j]);
+      sum_vz += v[j] * z[j];
+    }
+    const Real mean_vz = total(sum_vz) / Real(static_cast<double>(c.n));
+    for (; next < dxs.size() && dxs[next] / c.n == i; ++next) {
+      const int64_t j = dxs[next] % c.n;
+      dx.push_back(r[i] * (v[j] - z[j] * mean_vz));
+    }
+  }
+}
+
 /// RMSNorm VJP for the cotangent cu (rows * n) from the reciprocal RMS of each row: returns dx;
 /// accumulates dg (size n).
 template <class Real>
