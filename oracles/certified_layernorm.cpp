@@ -8,17 +8,17 @@
 
 namespace normcheck::oracle {
 
-// The precision cascade (docs/bounds.md section 18): double ball, double-double ball, MPFI at 168,
-// 500 and 1330 bits. A level whose every output is accepted (radius within 1e-3 ULP, rounding
-// decided) ends it. Otherwise, when at most half the outputs (y and dx; the JVP: half the rows of
-// du) and at most half the columns (dgamma, dbeta: sums over all rows) fail, only those are
-// evaluated again at the next levels
-// and spliced in: the failing y and dx outputs from a case of their rows (each row's outputs and
-// statistics depend on that row alone; evaluate_*_outputs computes the row statistics and the
-// VJP's row means, then those outputs only), the JVP's failing rows as a case of their own, the
-// failing columns from whole-row statistics (evaluate_*_columns); else the whole case goes to the
-// next level. The double ball is not tried for f64 outputs: a 53-bit midpoint
-// cannot reach 1e-3 ULP of binary64 unless every output is exact.
+// The precision cascade (docs/bounds.md section 18): the a priori double level (f16, bf16 and f32
+// outputs of LayerNorm and RMSNorm), double ball, double-double ball, MPFI at 168, 500 and 1330
+// bits. A level whose every output is accepted (radius within 1e-3 ULP, rounding decided) ends it.
+// Otherwise, when at most half the outputs (y and dx; the JVP: half the rows of du) and at most
+// half the columns (dgamma, dbeta: sums over all rows) fail, only those are evaluated again at the
+// next levels and spliced in: the failing y and dx outputs from a case of their rows (each row's
+// outputs and statistics depend on that row alone; evaluate_*_outputs computes the row statistics
+// and the VJP's row means, then those outputs only), the JVP's failing rows as a case of their own,
+// the failing columns from whole-row statistics (evaluate_*_columns); else the whole case goes to
+// the next level. The 53-bit levels are not tried for f64 outputs: a 53-bit midpoint cannot reach
+// 1e-3 ULP of binary64 unless every output is exact.
 
 namespace {
 
