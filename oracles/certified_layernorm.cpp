@@ -180,9 +180,10 @@ CertifiedLayerNorm cascade(const Levels& levels, size_t first, const LayerNormCa
     r = levels.whole[level](c, with_vjp);
     if (accepted(r)) return r;  // every output accepted: no failing output or column to look for
     const std::vector<int64_t> ys = failing_outputs(r.y, fmt), dxs = failing_outputs(r.dx, fmt);
-    const std::vector<int64_t> rows = rows_of(ys, dxs, c.n), cols = failing_columns(r, c);
-    if ((rows.empty() && cols.empty()) || level + 1 == levels.whole.size()) return r;
-    if (!rows.empty() && !rows_can_fall_through(ys.size() + dxs.size(), static_cast<int64_t>(r.y.size() + r.dx.size()))) continue;
+    const std::vector<int64_t> cols = failing_columns(r, c);
+    const size_t outputs_failing = ys.size() + dxs.size();
+    if ((outputs_failing == 0 && cols.empty()) || level + 1 == levels.whole.size()) return r;
+    if (outputs_failing > 0 && !rows_can_fall_through(outputs_failing, static_cast<int64_t>(r.y.size() + r.dx.size()))) continue;
     if (!cols.empty() && !rows_can_fall_through(cols.size(), c.n)) continue;
     settle_columns(levels.columns, level + 1, c, cols, r);
     settle_outputs(levels.outputs, level + 1, c, ys, dxs, r);
