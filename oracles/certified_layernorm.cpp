@@ -9,8 +9,8 @@
 namespace normcheck::oracle {
 
 // The precision cascade (docs/bounds.md section 18): the a priori double level (f16, bf16 and f32
-// outputs of LayerNorm and RMSNorm), double ball, double-double ball, MPFI at 168, 500 and 1330
-// bits. A level whose every output is accepted (radius within 1e-3 ULP, rounding decided) ends it.
+// outputs of LayerNorm and RMSNorm), double ball, RMSNorm's a priori double-double level (section
+// 18.3), double-double ball, MPFI at 168, 500 and 1330 bits. A level whose every output is accepted (radius within 1e-3 ULP, rounding decided) ends it.
 // Otherwise, when at most half the outputs (y and dx; the JVP: half the rows of du) and at most
 // half the columns (dgamma, dbeta: sums over all rows) fail, only those are evaluated again at the
 // next levels and spliced in: the failing y and dx outputs from a case of their rows (each row's
@@ -216,7 +216,8 @@ CertifiedLayerNormJvp cascade_jvp(const std::vector<JvpLevel>& levels, size_t fi
 namespace {
 
 /// The first level of the per-op cascades below: the a priori level (index 0) for f16, bf16 and f32
-/// outputs; f64 outputs skip both 53-bit levels and start at the double-double ball.
+/// outputs; f64 outputs skip both 53-bit levels and start at the first 106-bit level (index 2:
+/// LayerNorm's double-double ball, RMSNorm's a priori double-double level).
 size_t first_per_op_level(DType output) { return output == DType::f64 ? 2 : 0; }
 
 }  // namespace
@@ -253,12 +254,15 @@ CertifiedRmsBlock certified_rms_block(const RmsBlockCase& c) {
 }
 
 CertifiedLayerNorm certified_rmsnorm(const LayerNormCase& c, bool with_vjp) {
-  const Levels all{{evaluate_rmsnorm_a_priori, evaluate_rmsnorm_ball, evaluate_rmsnorm_dd_ball, evaluate_rmsnorm_mpfi50,
-                    evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400},
-                   {evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_dd_ball,
-                    evaluate_rmsnorm_columns_mpfi50, evaluate_rmsnorm_columns_mpfi150, evaluate_rmsnorm_columns_mpfi400},
-                   {evaluate_rmsnorm_outputs_ball, evaluate_rmsnorm_outputs_ball, evaluate_rmsnorm_outputs_dd_ball,
-                    evaluate_rmsnorm_outputs_mpfi50, evaluate_rmsnorm_outputs_mpfi150, evaluate_rmsnorm_outputs_mpfi400}};
+  // RMSNorm has a 106-bit a priori level too (index 2, section 18.3), before the double-double ball.
+  const Levels all{{evaluate_rmsnorm_a_priori, evaluate_rmsnorm_ball, evaluate_rmsnorm_a_priori_dd, evaluate_rmsnorm_dd_ball,
+                    evaluate_rmsnorm_mpfi50, evaluate_rmsnorm_mpfi150, evaluate_rmsnorm_mpfi400},
+                   {evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_ball, evaluate_rmsnorm_columns_a_priori_dd,
+                    evaluate_rmsnorm_columns_dd_ball, evaluate_rmsnorm_columns_mpfi50, evaluate_rmsnorm_columns_mpfi150,
+                    evaluate_rmsnorm_columns_mpfi400},
+                   {evaluate_rmsnorm_outputs_ball, evaluate_rmsnorm_outputs_ball, evaluate_rmsnorm_outputs_a_priori_dd,
+                    evaluate_rmsnorm_outputs_dd_ball, evaluate_rmsnorm_outputs_mpfi50, evaluate_rmsnorm_outputs_mpfi150,
+                    evaluate_rmsnorm_outputs_mpfi400}};
   return cascade(all, first_per_op_level(c.dtype), c, with_vjp);
 }
 

@@ -53,6 +53,14 @@ CertifiedLayerNorm evaluate_layernorm_dd_ball(const LayerNormCase& c, bool with_
 CertifiedLayerNorm evaluate_rmsnorm_dd_ball(const LayerNormCase& c, bool with_vjp);
 CertifiedLayerNormJvp evaluate_layernorm_jvp_dd_ball(const LayerNormCase& c, const LayerNormTangents& t);
 CertifiedLayerNormJvp evaluate_rmsnorm_jvp_dd_ball(const LayerNormCase& c, const LayerNormTangents& t);
+/// The a priori double-double level (docs/bounds.md section 18.3, oracles/rmsnorm_a_priori_dd.cpp):
+/// double-double midpoints without a running radius, radii from bounds derived once per row; RMSNorm's
+/// first 106-bit level, before the double-double ball (f64 outputs start here). Its y and dx at some
+/// outputs and its dgamma at some columns, as the other levels' functions below.
+CertifiedLayerNorm evaluate_rmsnorm_a_priori_dd(const LayerNormCase& c, bool with_vjp);
+CertifiedLayerNorm evaluate_rmsnorm_outputs_a_priori_dd(const LayerNormCase& c, const std::vector<int64_t>& ys,
+                                                       const std::vector<int64_t>& dxs);
+CertifiedLayerNorm evaluate_rmsnorm_columns_a_priori_dd(const LayerNormCase& c, const std::vector<int64_t>& cols);
 
 CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi50(const LayerNormCase& c, const LayerNormTangents& t);
 CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi150(const LayerNormCase& c, const LayerNormTangents& t);

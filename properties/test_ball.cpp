@@ -15,6 +15,7 @@
 #include "core/rng.hpp"
 #include "oracles/ball.hpp"
 #include "oracles/dd_ball.hpp"
+#include "oracles/dd_a_priori.hpp"
 #include "oracles/certificate_accounting.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "oracles/certified_contraction.hpp"
@@ -159,6 +160,79 @@ RC_GTEST_PROP(DdBall, QuotientAndSquareRootContainTheExactResultOrAreUnbounded, 
   check_contains(s, roots);
   if (p.hi > 0 && p.rad == 0 && p.lo == 0 && p.hi > 0x1p-900 && p.hi < 0x1p900)  // 106-bit accuracy on exact doubles
     RC_ASSERT(s.rad <= std::ldexp(s.hi, -100));
+}
+
+namespace {
+
+/// A normalized double-double within the a priori double-double level's tame range (section 18.3):
+/// hi of magnitude 2^-120..2^120 or 0 (often near 1, so that sums cancel), lo 0, far below half an
+/// ULP of hi, or subnormal.
+oracle::dd_a_priori::Dd tame_dd() {
+  const int kind = *rc::gen::inRange(0, 4);
+  const double sign = *rc::gen::element(-1.0, 1.0);
+  const double frac = 1 + *rc::gen::inRange(0, 1 << 26) * 0x1p-26 + *rc::gen::inRange(0, 1 << 26) * 0x1p-52;
+  const double h = kind == 0 ? 0.0 : kind == 1 ? sign * (1 + *rc::gen::inRange(0, 64) * 0x1p-52) : sign * frac * std::ldexp(1.0, *rc::gen::inRange(-120, 121));
+  const int lo_kind = *rc::gen::inRange(0, 4);
+  const double l0 = lo_kind == 0 || h == 0 ? 0.0
+                    : lo_kind == 3 ? std::ldexp(static_cast<double>(*rc::gen::inRange(1, 1 << 20)), -1074)
+                                   : *rc::gen::element(-1.0, 1.0) * std::fabs(h) * std::ldexp(frac, -*rc::gen::inRange(54, lo_kind == 1 ? 60 : 110));
+  return oracle::dd_a_priori::two_sum(h, l0);
+}
+
+Big big(const oracle::dd_a_priori::Dd& d) { return Big(d.h) + Big(d.l); }
+
+void check_normalized(const oracle::dd_a_priori::Dd& d) { RC_ASSERT(std::fabs(d.l) <= std::fabs(d.h) * 0x1p-53); }
+
+}  // namespace
+
+RC_GTEST_PROP(DdAPriori, ProductsAndSumsStayWithinTheirRules, ()) {
+  // Rules M1, M2 and A1 of docs/bounds.md section 18.3 against the exact result (Big has 332 bits:
+  // products of two double-doubles are exact in it), on tame operands including zeros, cancelling
+  // neighbours of 1 and subnormal low parts, wherever the high parts' Dekker product is exact.
+  using namespace oracle::dd_a_priori;
+  const Dd a = tame_dd(), b = tame_dd();
+  const double eta = 0x1p-1074, u2 = 0x1p-106;
+  RC_ASSERT(exact_product(a.h * b.h));  // tame operands: the premise of M1 and M2 holds
+  const Dd m1 = mul(a, b.h), m2 = mul(a, b), s = add(a, b), d = add(a, neg(b));
+  check_normalized(m1);
+  check_normalized(m2);
+  check_normalized(s);
+  RC_ASSERT(abs(big(m1) - big(a) * Big(b.h)) <= Big(4 * u2) * abs(Big(m1.h)) + Big(2 * eta));
+  RC_ASSERT(abs(big(m2) - big(a) * big(b)) <= Big(9 * u2) * abs(Big(m2.h)) + Big(2 * eta));
+  RC_ASSERT(abs(big(s) - (big(a) + big(b))) <= Big(4 * u2) * (abs(Big(a.h)) + abs(Big(b.h))));
+  RC_ASSERT(abs(big(d) - (big(a) - big(b))) <= Big(4 * u2) * (abs(Big(a.h)) + abs(Big(b.h))));
+  if (a.l == 0 && b.l == 0) {  // a product of two doubles is exact
+    RC_ASSERT(big(m2) == Big(a.h) * Big(b.h));
+  }
+}
+
+RC_GTEST_PROP(DdAPriori, TheSumStaysWithinItsBound, ()) {
+  // Rule S2 (DdSum): 1-300 tame double-double terms of one magnitude band (so that Big's 332 bits
+  // hold the exact sum), of mixed sign or all positive, half the time followed by the negated
+  // running value (the sum cancels down to its accumulated low parts).
+  using namespace oracle::dd_a_priori;
+  const int k = *rc::gen::inRange(1, 301), band = *rc::gen::inRange(-100, 101);
+  const bool positive = *rc::gen::arbitrary<bool>();
+  DdSum sum;
+  Big exact(0);
+  int terms = 0;
+  for (int i = 0; i < k; ++i) {
+    const double frac = 1 + *rc::gen::inRange(0, 1 << 26) * 0x1p-26 + *rc::gen::inRange(0, 1 << 26) * 0x1p-52;
+    const double h = (positive ? 1.0 : *rc::gen::element(-1.0, 1.0)) * frac * std::ldexp(1.0, band + *rc::gen::inRange(-20, 21));
+    const Dd w = two_sum(h, h * std::ldexp(frac - 1, -*rc::gen::inRange(54, 70)));
+    sum.add(w);
+    exact += big(w);
+    ++terms;
+  }
+  if (*rc::gen::arbitrary<bool>()) {
+    const Dd back = neg(sum.value());
+    sum.add(back);
+    exact += big(back);
+    ++terms;
+  }
+  const Dd got = sum.value();
+  check_normalized(got);
+  RC_ASSERT(abs(big(got) - exact) <= Big(sum.error(DdSum::factor(terms))));
 }
 
 RC_GTEST_PROP(Ball, SumAndDifferenceContainTheExactResult, ()) {
@@ -324,6 +398,10 @@ RC_GTEST_PROP(Ball, TheBallLevelContainsTheMpfiMidpointOfEveryOutput, ()) {
   inside(ra.y, rm.y);
   inside(ra.dx, rm.dx);
   inside(ra.dgamma, rm.dgamma);
+  const oracle::CertifiedLayerNorm rd = oracle::evaluate_rmsnorm_a_priori_dd(jc.c, true);  // section 18.3
+  inside(rd.y, rm.y);
+  inside(rd.dx, rm.dx);
+  inside(rd.dgamma, rm.dgamma);
 }
 
 RC_GTEST_PROP(Ball, EveryLevelContainsTheMpfiMidpointWhereDxCancelsAlmostCompletely, ()) {
@@ -357,7 +435,7 @@ RC_GTEST_PROP(Ball, EveryLevelContainsTheMpfiMidpointWhereDxCancelsAlmostComplet
     inside(l.dbeta, lm.dbeta);
   }
   for (const oracle::CertifiedLayerNorm& r : {oracle::evaluate_rmsnorm_a_priori(c, true), oracle::evaluate_rmsnorm_ball(c, true),
-                                              oracle::evaluate_rmsnorm_dd_ball(c, true)}) {
+                                              oracle::evaluate_rmsnorm_a_priori_dd(c, true), oracle::evaluate_rmsnorm_dd_ball(c, true)}) {
     inside(r.y, rm.y);
     inside(r.dx, rm.dx);
     inside(r.dgamma, rm.dgamma);
@@ -402,6 +480,43 @@ TEST(APriori, MidpointsAreTheDoubleBallsBitForBitAndNormalRowsCertify) {
         }
         }
       }
+  EXPECT_GT(compared, 100000);
+}
+
+TEST(APrioriDd, RoundingsAreTheDoubleDoubleBallsAndNormalRowsCertify) {
+  // Section 18.3's level computes other midpoints than the double-double ball (other algorithms), so
+  // this compares what both claim: on every row generator and dtype, every pair of bounded
+  // enclosures overlaps (both contain the exact value) and every rounding both levels decide is the
+  // same. It must not be vacuous: every `normal` case of every
+  // dtype is certified, f64 included (the level f64 RMSNorm starts at).
+  int64_t compared = 0, certified = 0, cases = 0;
+  for (const std::string& g : gen::jvp_generator_names())
+    for (DType dt : {DType::f16, DType::bf16, DType::f32, DType::f64})
+      for (uint64_t seed : {21u, 22u}) {
+        const gen::JvpCase jc = gen::make_jvp_case(g, dt, seed, 2048);
+        const oracle::CertifiedLayerNorm a = oracle::evaluate_rmsnorm_a_priori_dd(jc.c, true);
+        const oracle::CertifiedLayerNorm b = oracle::evaluate_rmsnorm_dd_ball(jc.c, true);
+        const std::string what = fmt::format("{} {} seed {}", g, dtype_info(dt).name, seed);
+        for (auto [va, vb] : {std::pair{&a.y, &b.y}, {&a.dx, &b.dx}, {&a.dgamma, &b.dgamma}}) {
+          ASSERT_EQ(va->size(), vb->size()) << what;
+          for (size_t k = 0; k < va->size(); ++k) {
+            const CertifiedValue &x = (*va)[k], &y = (*vb)[k];
+            if (x.unbounded() || y.unbounded()) continue;
+            EXPECT_LE(abs(Big(x.hi) + Big(x.lo) - Big(y.hi) - Big(y.lo)), Big(x.rad) + Big(y.rad)) << what << " output " << k;
+            if (x.rounding_decided && y.rounding_decided) {
+              EXPECT_EQ(x.rounded, y.rounded) << what << " output " << k;
+            }
+            ++compared;
+          }
+        }
+        ++cases;
+        certified += accepted(a);
+        if (g == "normal") {
+          EXPECT_TRUE(accepted(a)) << what;
+        }
+      }
+  std::printf("compared %lld outputs; the level certified %lld of %lld cases\n", static_cast<long long>(compared),
+              static_cast<long long>(certified), static_cast<long long>(cases));
   EXPECT_GT(compared, 100000);
 }
 
@@ -470,14 +585,16 @@ TEST(Cascade, AgreesWithTheMpfiPathOnEveryQuickSuiteCase) {
 }
 
 /// Checks the cascade's element fall-through on c: every y and dx output keeps the certificate of
-/// the first level that accepted it (the a priori level, then the double ball, then the
-/// double-double ball, each evaluated on the whole case: an output's certificate depends on its row
-/// alone), and every output agrees with MPFI alone. Returns how many outputs of rows that had a
+/// the first level that accepted it (the a priori level, then the double ball, then RMSNorm's a
+/// priori double-double level, then the double-double ball, each evaluated on the whole case: an
+/// output's certificate depends on its row alone), and every output agrees with MPFI alone. Returns how many outputs of rows that had a
 /// failing output kept the a priori level's certificate.
 int64_t expect_outputs_from_the_first_accepting_level(const LayerNormCase& c, bool rms) {
   const FloatFormat& fmt = *dtype_info(c.dtype).format;
   const oracle::CertifiedLayerNorm first = rms ? oracle::evaluate_rmsnorm_a_priori(c, true) : oracle::evaluate_layernorm_a_priori(c, true);
   const oracle::CertifiedLayerNorm ball = rms ? oracle::evaluate_rmsnorm_ball(c, true) : oracle::evaluate_layernorm_ball(c, true);
+  // RMSNorm's first 106-bit level is the a priori double-double level (section 18.3), LayerNorm's the ball.
+  const oracle::CertifiedLayerNorm dd1 = rms ? oracle::evaluate_rmsnorm_a_priori_dd(c, true) : oracle::evaluate_layernorm_dd_ball(c, true);
   const oracle::CertifiedLayerNorm dd = rms ? oracle::evaluate_rmsnorm_dd_ball(c, true) : oracle::evaluate_layernorm_dd_ball(c, true);
   const oracle::CertifiedLayerNorm got = rms ? oracle::certified_rmsnorm(c, true) : oracle::certified_layernorm(c, true);
   EXPECT_TRUE(accepted(got));
@@ -486,7 +603,7 @@ int64_t expect_outputs_from_the_first_accepting_level(const LayerNormCase& c, bo
     if (!oracle::element_accepted(first.y[k], fmt) || !oracle::element_accepted(first.dx[k], fmt)) row_failed[k / c.n] = true;
   int64_t kept_in_failing_rows = 0;
   for (const auto& [name, got_v, levels] :
-       {std::tuple{"y", &got.y, std::array{&first.y, &ball.y, &dd.y}}, {"dx", &got.dx, std::array{&first.dx, &ball.dx, &dd.dx}}}) {
+       {std::tuple{"y", &got.y, std::array{&first.y, &ball.y, &dd1.y, &dd.y}}, {"dx", &got.dx, std::array{&first.dx, &ball.dx, &dd1.dx, &dd.dx}}}) {
     for (size_t k = 0; k < c.x.size(); ++k) {
       size_t level = 0;
       while (level + 1 < levels.size() && !oracle::element_accepted((*levels[level])[k], fmt)) ++level;
@@ -525,6 +642,7 @@ RC_GTEST_PROP(Cascade, EachLevelsOutputsAloneAreItsWholeEvaluationBitForBit, ())
       {oracle::evaluate_layernorm_dd_ball, oracle::evaluate_layernorm_outputs_dd_ball},
       {oracle::evaluate_layernorm_mpfi50, oracle::evaluate_layernorm_outputs_mpfi50},
       {oracle::evaluate_rmsnorm_ball, oracle::evaluate_rmsnorm_outputs_ball},
+      {oracle::evaluate_rmsnorm_a_priori_dd, oracle::evaluate_rmsnorm_outputs_a_priori_dd},
       {oracle::evaluate_rmsnorm_dd_ball, oracle::evaluate_rmsnorm_outputs_dd_ball},
       {oracle::evaluate_rmsnorm_mpfi50, oracle::evaluate_rmsnorm_outputs_mpfi50}};
   const auto bits = [](double d) {
@@ -552,6 +670,13 @@ RC_GTEST_PROP(Cascade, EachLevelsOutputsAloneAreItsWholeEvaluationBitForBit, ())
       RC_ASSERT(bits(part.rstd_rad[i]) == bits(whole.rstd_rad[i]));
     }
   }
+  // The a priori double-double level's columns alone (its column fall-through) are its whole dgamma.
+  std::vector<int64_t> cols;
+  for (int64_t j = 0; j < c.n; ++j)
+    if (*rc::gen::inRange(0, 3) == 0) cols.push_back(j);
+  const oracle::CertifiedLayerNorm whole = oracle::evaluate_rmsnorm_a_priori_dd(c, true), part = oracle::evaluate_rmsnorm_columns_a_priori_dd(c, cols);
+  RC_ASSERT(part.dgamma.size() == cols.size());
+  for (size_t t = 0; t < cols.size(); ++t) same(part.dgamma[t], whole.dgamma[static_cast<size_t>(cols[t])]);
 }
 
 TEST(Cascade, OnlyTheOutputsTheBallCannotCertifyAreEvaluatedAgain) {
@@ -608,8 +733,8 @@ TEST(Cascade, OnlyTheOutputsTheBallCannotCertifyAreEvaluatedAgain) {
 TEST(Cascade, OnlyTheColumnsTheBallCannotCertifyAreEvaluatedAgain) {
   // f32 `normal` cases of 16 rows of 1024 where the first level (the a priori level) certifies every
   // y and dx but not some dgamma/dbeta columns (sums over the rows that cancel below its radius):
-  // those columns alone come from the next levels (evaluate_*_columns: the double ball's, then the
-  // double-double ball's for what that leaves), everything else keeps the first level's
+  // those columns alone come from the next levels (evaluate_*_columns: the double ball's, then
+  // RMSNorm's a priori double-double level's and the double-double ball's for what that leaves), everything else keeps the first level's
   // certificates, and every output agrees with MPFI alone.
   gen::ShapeRequest shape;
   shape.n = 1024;
@@ -632,9 +757,11 @@ TEST(Cascade, OnlyTheColumnsTheBallCannotCertifyAreEvaluatedAgain) {
       if (cols.empty() || 2 * cols.size() > static_cast<size_t>(c.n)) continue;
       ++found[rms];
       const oracle::CertifiedLayerNorm got = rms ? oracle::certified_rmsnorm(c, true) : oracle::certified_layernorm(c, true);
-      const oracle::CertifiedLayerNorm dd =
-          rms ? oracle::evaluate_rmsnorm_columns_dd_ball(c, cols) : oracle::evaluate_layernorm_columns_dd_ball(c, cols);
-      const oracle::CertifiedLayerNorm ball_cols = rms ? oracle::evaluate_rmsnorm_columns_ball(c, cols) : oracle::evaluate_layernorm_columns_ball(c, cols);
+      // The column levels after the first: the double ball, RMSNorm's a priori double-double level, the double-double ball.
+      std::vector<oracle::CertifiedLayerNorm> later;
+      later.push_back(rms ? oracle::evaluate_rmsnorm_columns_ball(c, cols) : oracle::evaluate_layernorm_columns_ball(c, cols));
+      if (rms) later.push_back(oracle::evaluate_rmsnorm_columns_a_priori_dd(c, cols));
+      later.push_back(rms ? oracle::evaluate_rmsnorm_columns_dd_ball(c, cols) : oracle::evaluate_layernorm_columns_dd_ball(c, cols));
       ASSERT_TRUE(accepted(got)) << "seed " << seed;
       for (size_t k = 0; k < got.y.size(); ++k) {
         EXPECT_EQ(got.y[k].rad, first.y[k].rad) << k;  // rows untouched: the first level's certificates
@@ -646,10 +773,12 @@ TEST(Cascade, OnlyTheColumnsTheBallCannotCertifyAreEvaluatedAgain) {
         const bool redone = next < cols.size() && cols[next] == j;
         double want = first.dgamma[j].rad;
         if (redone) {
-          const bool ball_enough = oracle::element_accepted(ball_cols.dgamma[next], fmt) &&
-                                   (ball_cols.dbeta.empty() || oracle::element_accepted(ball_cols.dbeta[next], fmt));
-          want = ball_enough ? ball_cols.dgamma[next].rad : dd.dgamma[next].rad;
-          needed_dd = needed_dd || !ball_enough;
+          size_t level = 0;
+          while (level + 1 < later.size() && !(oracle::element_accepted(later[level].dgamma[next], fmt) &&
+                                               (later[level].dbeta.empty() || oracle::element_accepted(later[level].dbeta[next], fmt))))
+            ++level;
+          want = later[level].dgamma[next].rad;
+          needed_dd = needed_dd || level > 0;
         }
         EXPECT_EQ(got.dgamma[j].rad, want) << "seed " << seed << " column " << j;
         next += redone ? 1 : 0;

@@ -430,8 +430,14 @@ TEST(Cli, BenchOracleReportsEveryPathAndTheLevelThatCertified) {
   const Outcome o = run_cli("bench-oracle --n 64 --dtypes bf16,f64 --cases 1 --repeats 1 --elements 256 --json " + out.string());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   const auto j = load(out);
-  EXPECT_EQ(j.at("rows").size(), 2u * 2u * 6u);  // layernorm, rmsnorm x bf16, f64 x six paths
+  EXPECT_EQ(j.at("rows").size(), 2u * (6u + 7u));  // bf16, f64 x (layernorm's six paths + rmsnorm's seven: its a priori dd level)
+  int a_priori_dd = 0;
   for (const auto& r : j.at("rows")) {
+    if (r.at("path") == "a priori dd (106-bit)") {
+      ++a_priori_dd;
+      EXPECT_EQ(r.at("op"), "rmsnorm");
+      EXPECT_EQ(r.at("certified_by_bits"), "106:1");  // a normal row: certified by the level itself
+    }
     EXPECT_GT(r.at("ns_per_element").get<double>(), 0);
     EXPECT_EQ(r.at("generator"), "normal");
     if (r.at("path") != "cascade") continue;
@@ -441,13 +447,14 @@ TEST(Cli, BenchOracleReportsEveryPathAndTheLevelThatCertified) {
       EXPECT_NE(by, "53:1");  // a 53-bit ball never certifies f64 outputs
     }
   }
+  EXPECT_EQ(a_priori_dd, 2);
   // Every generator but the corpus, and the slope of the cost against n.
   const Outcome all = run_cli("bench-oracle --n 16 32 --dtypes bf16 --cases 1 --repeats 1 --elements 64 --generator all --json " + out.string());
   ASSERT_EQ(all.exit_code, 0) << all.out << all.err;
   const auto ja = load(out);
   EXPECT_EQ(ja.at("generators").size(), normcheck::gen::row_generator_names().size() - 1);
-  EXPECT_EQ(ja.at("rows").size(), 2u * ja.at("generators").size() * 2u * 6u);
-  EXPECT_EQ(ja.at("slopes").size(), 2u * ja.at("generators").size() * 6u);
+  EXPECT_EQ(ja.at("rows").size(), ja.at("generators").size() * 2u * (6u + 7u));
+  EXPECT_EQ(ja.at("slopes").size(), ja.at("generators").size() * (6u + 7u));
   // --paths times only the named paths, beside the float64 kernel every ratio divides by.
   const Outcome some = run_cli("bench-oracle --n 64 --dtypes bf16 --cases 1 --repeats 1 --elements 256 --paths a_priori,cascade --json " + out.string());
   ASSERT_EQ(some.exit_code, 0) << some.out << some.err;

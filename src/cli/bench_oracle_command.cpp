@@ -53,6 +53,7 @@ std::vector<Path> paths(bool rms) {
     return {{"float64", "float64 kernel", nullptr},
             {"a_priori", "a priori (53-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_a_priori(c, true); }},
             {"ball", "ball (53-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_ball(c, true); }},
+            {"a_priori_dd", "a priori dd (106-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_a_priori_dd(c, true); }},
             {"dd_ball", "dd ball (106-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_dd_ball(c, true); }},
             {"mpfi", "mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_rmsnorm_mpfi50(c, true); }},
             {"cascade", "cascade", [](const LayerNormCase& c) { return certified_rmsnorm(c, true); }}};
@@ -65,7 +66,7 @@ std::vector<Path> paths(bool rms) {
 }
 
 const std::vector<std::string>& path_keys() {
-  static const std::vector<std::string> keys = {"a_priori", "ball", "dd_ball", "mpfi", "cascade"};
+  static const std::vector<std::string> keys = {"a_priori", "ball", "a_priori_dd", "dd_ball", "mpfi", "cascade"};
   return keys;
 }
 
@@ -96,7 +97,7 @@ int bench_oracle_command(const BenchOracleOptions& o) {
     }
     for (const std::string& p : o.paths)
       if (std::find(path_keys().begin(), path_keys().end(), p) == path_keys().end())
-        throw std::invalid_argument(fmt::format("unknown path '{}'{} (a_priori, ball, dd_ball, mpfi or cascade)", p, did_you_mean(p, path_keys())));
+        throw std::invalid_argument(fmt::format("unknown path '{}'{} (a_priori, ball, a_priori_dd, dd_ball, mpfi or cascade)", p, did_you_mean(p, path_keys())));
     if (!o.json.empty()) check_writable(o.json);
   } catch (const std::exception& e) {
     print_error(e.what());
