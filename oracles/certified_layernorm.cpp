@@ -67,7 +67,14 @@ void put_rows(std::vector<T>& whole, const std::vector<T>& part, const std::vect
 }
 
 LayerNormCase case_of_rows(const LayerNormCase& c, const std::vector<int64_t>& rows) {
-  LayerNormCase sub = c;
+  LayerNormCase sub;  // every field but x and dy copied (those two only in the rows asked for)
+  sub.dtype = c.dtype;
+  sub.n = c.n;
+  sub.eps = c.eps;
+  sub.gamma = c.gamma;
+  sub.beta = c.beta;
+  sub.generator = c.generator;
+  sub.seed = c.seed;
   sub.rows = static_cast<int64_t>(rows.size());
   sub.x = take_rows(c.x, rows, c.n);
   sub.dy = take_rows(c.dy, rows, c.n);
@@ -88,13 +95,25 @@ void recount(Result& r, std::initializer_list<const std::vector<CertifiedValue>*
 /// Worth re-evaluating only some rows (or columns): at most half of them fail.
 bool rows_can_fall_through(size_t failing, int64_t rows) { return failing > 0 && 2 * static_cast<int64_t>(failing) <= rows; }
 
-/// Columns of dgamma or dbeta the level did not accept.
-std::vector<int64_t> failing_columns(const CertifiedLayerNorm& r, const LayerNormCase& c) {
+/// Whether the level accepted cv; if so, folds its radius in ULPs into kept_max (one radius
+/// computation per output: element_accepted's and account_element's).
+bool accepted_into(const CertifiedValue& cv, const FloatFormat& fmt, double& kept_max) {
+  const double ulps = radius_in_ulps(cv, fmt);
+  const bool ok = cv.rounding_decided && ulps <= kRequiredUlpFraction;
+  if (ok) kept_max = std::max(kept_max, ulps);
+  return ok;
+}
+
+/// Columns of dgamma or dbeta the level did not accept; the accepted ones' largest radius goes into kept_max.
+std::vector<int64_t> failing_columns(const CertifiedLayerNorm& r, const LayerNormCase& c, double& kept_max) {
   const FloatFormat& fmt = *dtype_info(c.dtype).format;
   std::vector<int64_t> cols;
   for (int64_t j = 0; j < c.n; ++j) {
-    const auto ok = [&](const std::vector<CertifiedValue>& v) { return v.empty() || element_accepted(v[static_cast<size_t>(j)], fmt); };
-    if (!ok(r.dgamma) || !ok(r.dbeta)) cols.push_back(j);
+    double column_max = 0;  // folded in only when the whole column is accepted (else both go on)
+    const auto ok = [&](const std::vector<CertifiedValue>& v) { return v.empty() || accepted_into(v[static_cast<size_t>(j)], fmt, column_max); };
+    const bool gamma_ok = ok(r.dgamma), beta_ok = ok(r.dbeta);
+    if (gamma_ok && beta_ok) kept_max = std::max(kept_max, column_max);
+    else cols.push_back(j);
   }
   return cols;
 }
@@ -122,12 +141,27 @@ void settle_columns(const std::vector<ColumnLevel>& levels, size_t first, const 
   }
 }
 
-/// Indices of the outputs of v that the level did not accept.
-std::vector<int64_t> failing_outputs(const std::vector<CertifiedValue>& v, const FloatFormat& fmt) {
+/// Indices of the outputs of v that the level did not accept; the accepted ones' largest radius goes into kept_max.
+std::vector<int64_t> failing_outputs(const std::vector<CertifiedValue>& v, const FloatFormat& fmt, double& kept_max) {
   std::vector<int64_t> out;
   for (size_t k = 0; k < v.size(); ++k)
-    if (!element_accepted(v[k], fmt)) out.push_back(static_cast<int64_t>(k));
+    if (!accepted_into(v[k], fmt, kept_max)) out.push_back(static_cast<int64_t>(k));
   return out;
+}
+
+/// The accounting of r after the outputs and columns at these indices were evaluated again: the
+/// outputs the level accepted (decided, largest radius kept_max) and the ones spliced in.
+void recount_spliced(CertifiedLayerNorm& r, double kept_max, const std::vector<int64_t>& ys, const std::vector<int64_t>& dxs,
+                     const std::vector<int64_t>& cols, DType dt) {
+  const FloatFormat& fmt = *dtype_info(dt).format;
+  r.max_err_ulps = kept_max;
+  r.undecided_roundings = 0;
+  for (int64_t k : ys) account_element(r.y[static_cast<size_t>(k)], fmt, r);
+  for (int64_t k : dxs) account_element(r.dx[static_cast<size_t>(k)], fmt, r);
+  for (int64_t j : cols)
+    for (const auto* v : {&r.dgamma, &r.dbeta})
+      if (!v->empty()) account_element((*v)[static_cast<size_t>(j)], fmt, r);
+  r.certified = r.max_err_ulps <= kRequiredUlpFraction;
 }
 
 /// The rows of the row-major outputs a and b, ascending, each once.
@@ -179,15 +213,16 @@ CertifiedLayerNorm cascade(const Levels& levels, size_t first, const LayerNormCa
   for (size_t level = first; level < levels.whole.size(); ++level) {
     r = levels.whole[level](c, with_vjp);
     if (accepted(r)) return r;  // every output accepted: no failing output or column to look for
-    const std::vector<int64_t> ys = failing_outputs(r.y, fmt), dxs = failing_outputs(r.dx, fmt);
-    const std::vector<int64_t> cols = failing_columns(r, c);
+    double kept_max = 0;  // the largest radius in ULPs of the outputs this level accepted
+    const std::vector<int64_t> ys = failing_outputs(r.y, fmt, kept_max), dxs = failing_outputs(r.dx, fmt, kept_max);
+    const std::vector<int64_t> cols = failing_columns(r, c, kept_max);
     const size_t outputs_failing = ys.size() + dxs.size();
     if ((outputs_failing == 0 && cols.empty()) || level + 1 == levels.whole.size()) return r;
     if (outputs_failing > 0 && !rows_can_fall_through(outputs_failing, static_cast<int64_t>(r.y.size() + r.dx.size()))) continue;
     if (!cols.empty() && !rows_can_fall_through(cols.size(), c.n)) continue;
     settle_columns(levels.columns, level + 1, c, cols, r);
     settle_outputs(levels.outputs, level + 1, c, ys, dxs, r);
-    recount(r, {&r.y, &r.dx, &r.dgamma, &r.dbeta}, c.dtype);
+    recount_spliced(r, kept_max, ys, dxs, cols, c.dtype);
     return r;
   }
   return r;
