@@ -67,14 +67,7 @@ void put_rows(std::vector<T>& whole, const std::vector<T>& part, const std::vect
 }
 
 LayerNormCase case_of_rows(const LayerNormCase& c, const std::vector<int64_t>& rows) {
-  LayerNormCase sub;  // every field but x and dy copied (those two only in the rows asked for)
-  sub.dtype = c.dtype;
-  sub.n = c.n;
-  sub.eps = c.eps;
-  sub.gamma = c.gamma;
-  sub.beta = c.beta;
-  sub.generator = c.generator;
-  sub.seed = c.seed;
+  LayerNormCase sub = c;
   sub.rows = static_cast<int64_t>(rows.size());
   sub.x = take_rows(c.x, rows, c.n);
   sub.dy = take_rows(c.dy, rows, c.n);
