@@ -10,7 +10,8 @@ namespace normcheck::oracle {
 
 // The precision cascade (docs/bounds.md section 18): the a priori double level (f16, bf16 and f32
 // outputs of LayerNorm and RMSNorm), double ball, RMSNorm's a priori double-double level (section
-// 18.3), double-double ball, MPFI at 168, 500 and 1330 bits. A level whose every output is accepted (radius within 1e-3 ULP, rounding decided) ends it.
+// 18.3), double-double ball, MPFI at 168, 500 and 1330 bits. A level whose every output is
+// accepted (radius within 1e-3 ULP, rounding decided) ends it.
 // Otherwise, when at most half the outputs (y and dx; the JVP: half the rows of du) and at most
 // half the columns (dgamma, dbeta: sums over all rows) fail, only those are evaluated again at the
 // next levels and spliced in: the failing y and dx outputs from a case of their rows (each row's
