@@ -487,8 +487,8 @@ TEST(APrioriDd, RoundingsAreTheDoubleDoubleBallsAndNormalRowsCertify) {
   // Section 18.3's level computes other midpoints than the double-double ball (other algorithms), so
   // this compares what both claim: on every row generator and dtype, every pair of bounded
   // enclosures overlaps (both contain the exact value) and every rounding both levels decide is the
-  // same. It must not be vacuous: every `normal` case of every
-  // dtype is certified, f64 included (the level f64 RMSNorm starts at).
+  // same. It must not be vacuous: every `normal` case of every dtype is certified, f64 included (the
+  // level f64 RMSNorm starts at).
   int64_t compared = 0, certified = 0, cases = 0;
   for (const std::string& g : gen::jvp_generator_names())
     for (DType dt : {DType::f16, DType::bf16, DType::f32, DType::f64})
@@ -587,8 +587,8 @@ TEST(Cascade, AgreesWithTheMpfiPathOnEveryQuickSuiteCase) {
 /// Checks the cascade's element fall-through on c: every y and dx output keeps the certificate of
 /// the first level that accepted it (the a priori level, then the double ball, then RMSNorm's a
 /// priori double-double level, then the double-double ball, each evaluated on the whole case: an
-/// output's certificate depends on its row alone), and every output agrees with MPFI alone. Returns how many outputs of rows that had a
-/// failing output kept the a priori level's certificate.
+/// output's certificate depends on its row alone), and every output agrees with MPFI alone.
+/// Returns how many outputs of rows that had a failing output kept the a priori level's certificate.
 int64_t expect_outputs_from_the_first_accepting_level(const LayerNormCase& c, bool rms) {
   const FloatFormat& fmt = *dtype_info(c.dtype).format;
   const oracle::CertifiedLayerNorm first = rms ? oracle::evaluate_rmsnorm_a_priori(c, true) : oracle::evaluate_layernorm_a_priori(c, true);
@@ -741,8 +741,8 @@ TEST(Cascade, OnlyTheColumnsTheBallCannotCertifyAreEvaluatedAgain) {
   // f32 `normal` cases of 16 rows of 1024 where the first level (the a priori level) certifies every
   // y and dx but not some dgamma/dbeta columns (sums over the rows that cancel below its radius):
   // those columns alone come from the next levels (evaluate_*_columns: the double ball's, then
-  // RMSNorm's a priori double-double level's and the double-double ball's for what that leaves), everything else keeps the first level's
-  // certificates, and every output agrees with MPFI alone.
+  // RMSNorm's a priori double-double level's and the double-double ball's for what that leaves),
+  // everything else keeps the first level's certificates, and every output agrees with MPFI alone.
   gen::ShapeRequest shape;
   shape.n = 1024;
   shape.rows = 16;
