@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "oracles/ball.hpp"
@@ -33,6 +34,39 @@ inline double sum2_factor(int64_t k) {
 /// their sum in round-to-nearest (each addition loses at most the factor 1 - u, and adding
 /// nonnegatives never underflows), so sum |t| <= abs_sum_factor(k) A for Sum2's abs_sum() A.
 inline double abs_sum_factor(int64_t k) { return up(1 / down(1 - gamma_up(k > 1 ? k - 1 : 0))); }
+
+/// gamma_k / (1 - gamma_k), rounded up: the relative error c_theta of section 18.2's VJP products
+/// against their exact value, as a factor of the exact value's magnitude turned into one of the
+/// computed value's (|t| <= (|fl t| + eta-terms) / (1 - gamma_k) when fl t = t (1 + theta) + eta-terms).
+inline double gamma_ratio_up(int64_t k) {
+  const double g = gamma_up(k);
+  return up(g / down(1 - g));
+}
+
+/// The smallest E with E >= e + rho' (s + E), rho' = rho / (1 - rho), rounded up: (e + rho' s) / (1 - rho').
+/// A row sum whose every term carries the common factor r_m = r (1 + delta), |delta| <= rho', has
+/// error e plus rho' times the exact sum's magnitude, at most s = |computed sum| + E (section 18.2, VJP).
+/// rho <= 2^-20.
+inline double with_common_factor(double e, double rho, double s) {
+  const double rho1 = up(rho / down(1 - rho));
+  return up(up(e + rho1 * s) / down(1 - rho1));
+}
+
+/// Whether every element of v is 0 or has at most 26 significant bits and a magnitude in
+/// [2^-500, 2^501): then the product of any two such values is an exact double (at most 52 bits, no
+/// underflow or overflow). True for the values of every storage dtype but f64 (section 18.2: the
+/// VJP's g = gamma dy is then exact). Branch-free, one pass.
+inline bool narrow(const std::vector<double>& v) {
+  bool ok = true;
+  for (double e : v) {
+    uint64_t bits;
+    std::memcpy(&bits, &e, sizeof bits);
+    const uint64_t exponent = (bits >> 52) & 0x7ff, low = bits & ((uint64_t{1} << 27) - 1);
+    const bool zero = (bits << 1) == 0;
+    ok &= zero | ((low == 0) & (exponent >= 1023 - 500) & (exponent <= 1023 + 500));
+  }
+  return ok;
+}
 
 /// Algorithm Sum2 of Ogita, Rump and Oishi (2005), with exactly the operations of BallSum's
 /// midpoint (TwoSum of the running sum, the errors summed plainly, then s + c), so its value is the

@@ -22,7 +22,7 @@ using namespace a_priori;
 /// the double ball).
 struct RowNormal {
   Ball mean, var, r;
-  double kappa = HUGE_VAL, zeta = HUGE_VAL;
+  double rho = HUGE_VAL, kappa = HUGE_VAL, zeta = HUGE_VAL;  // rho >= r_r / r_m
 };
 
 RowNormal row_normal(const double* x, int64_t n, double eps, double sum_factor) {
@@ -47,6 +47,7 @@ RowNormal row_normal(const double* x, int64_t n, double eps, double sum_factor) 
   if (!out.mean.bounded() || !out.r.bounded() || !(out.r.mid > 0)) return out;
   const double rho = up(out.r.rad / out.r.mid);
   if (!(rho <= kMaxRowRelativeRadius)) return out;
+  out.rho = rho;
   out.kappa = up(kU + rho * (1 + 2 * kU) + kU * (1 + rho) * (1 + 2 * kU));
   out.zeta = up(mu_r * (out.r.mid + out.r.rad));
   return out;
@@ -57,7 +58,8 @@ struct DxBound {
   double mean_g = 0, mean_zg = 0, c1 = HUGE_VAL, c2 = HUGE_VAL, c3 = HUGE_VAL, c4 = HUGE_VAL;
 };
 
-DxBound dx_bound(const Sum2& sum_g, const Sum2& sum_zg, int64_t n, double sum_factor, const RowNormal& rn, double z_max) {
+/// `g_exact`: every g = fl(gamma dy) is exact (narrow inputs).
+DxBound dx_bound(const Sum2& sum_g, const Sum2& sum_zg, int64_t n, double sum_factor, const RowNormal& rn, double z_max, bool g_exact) {
   DxBound b;
   const double nd = static_cast<double>(n);
   b.mean_g = sum_g.value() / nd;  // the ball's total(sum_g) / n_real
@@ -65,11 +67,16 @@ DxBound dx_bound(const Sum2& sum_g, const Sum2& sum_zg, int64_t n, double sum_fa
   if (!(rn.kappa < HUGE_VAL)) return b;
   const double kappa = rn.kappa, zeta = rn.zeta, a_g = sum_g.abs_sum(), a_p = sum_zg.abs_sum();
   const double f = abs_sum_factor(n);  // sum_j |t_j| <= f A for a row's plain sum A of |t_j|
-  const double e_sg = up(sum_g.error(sum_factor) + kU * f * a_g + nd * kEta);  // the terms' own roundings: u |g| + eta / 2 each
+  // The terms' own roundings, u |g| + eta / 2 each, unless g is exact.
+  const double e_sg = g_exact ? sum_g.error(sum_factor) : up(sum_g.error(sum_factor) + kU * f * a_g + nd * kEta);
   const double e_mg = up(kU * std::fabs(b.mean_g) + kEta + e_sg / nd);
-  const double lambda = up(kU + (kappa + kU * (1 + kappa)) * (1 + 2 * kU));
-  const double f_lambda = up(f * lambda), f_g = up(f * (1 + 2 * kU));  // section 18.2's 2 (1 + 2u), with f for the 2
-  const double e_szg = up(sum_zg.error(sum_factor) + f_lambda * a_p + f_g * (zeta + kEta) * a_g + nd * kEta * (z_max + zeta + 2));
+  // Section 18.2's E_Szg: each product off by its own roundings (c_theta: fl(x - mu_m), fl(. r_m),
+  // fl(z g), and g's unless exact) and underflow, then the common factors r_m against r (rho, times the
+  // exact sum) and mu_m against mu (zeta, times the exact sum of g).
+  const double c_theta = up(f * gamma_ratio_up(g_exact ? 3 : 4));
+  const double under = up(2 * kEta * (f * a_g + nd * (z_max + 2)));
+  const double e_szg = with_common_factor(up(sum_zg.error(sum_factor) + c_theta * a_p + zeta * up(std::fabs(sum_g.value()) + e_sg) + under),
+                                          rn.rho, std::fabs(sum_zg.value()));
   const double e_mzg = up(kU * std::fabs(b.mean_zg) + kEta + e_szg / nd);
   const double r_m = rn.r.mid, r_r = rn.r.rad, big_r = up(r_m + r_r), mg = std::fabs(b.mean_g), mzg = std::fabs(b.mean_zg);
   b.c1 = up(r_r + big_r * kU);
@@ -93,6 +100,7 @@ CertifiedLayerNorm evaluate_layernorm_a_priori(const LayerNormCase& c, bool with
   out.dx.reserve(with_vjp ? c.x.size() : 0);
   std::vector<double> z(static_cast<size_t>(n)), g(z.size());
   std::vector<Sum2> dgamma_sums(with_vjp ? z.size() : 0), dbeta_sums(dgamma_sums.size());
+  const bool g_exact = with_vjp && narrow(c.gamma) && narrow(c.dy);  // section 18.2: g = gamma dy exact
   double mu = 0, zeta_max = 0;  // over rows: |fl(dy z) - dy z| <= mu |fl(dy z)| + |dy| (zeta + eta) + eta
   for (int64_t i = 0; i < rows; ++i) {
     const size_t base = static_cast<size_t>(i * n);
@@ -124,7 +132,7 @@ CertifiedLayerNorm evaluate_layernorm_a_priori(const LayerNormCase& c, bool with
       dbeta_sums[j].add(dy[j]);
       z_max = std::max(z_max, std::fabs(z[j]));
     }
-    const DxBound b = dx_bound(sum_g, sum_zg, n, row_factor, rn, z_max);
+    const DxBound b = dx_bound(sum_g, sum_zg, n, row_factor, rn, z_max, g_exact);
     for (int64_t j = 0; j < n; ++j) {
       const double a = g[j] - b.mean_g, w = z[j] * b.mean_zg, bj = a - w, dxj = r_m * bj;  // r * (g - mean_g - z * mean_zg)
       dx[j] = Ball(dxj, up(kU * std::fabs(dxj) + b.c1 * std::fabs(bj) + b.c2 * std::fabs(g[j]) + b.c3 * std::fabs(z[j]) + b.c4));

@@ -47,15 +47,18 @@ struct DxBound {
   double m = 0, c1 = HUGE_VAL, c2 = HUGE_VAL, c3 = HUGE_VAL, c4 = HUGE_VAL;
 };
 
-DxBound dx_bound(const Sum2& s, int64_t n, double sum_factor, const RowScale& rs, double v_max, double z_max) {
+/// `v_exact`: every v = fl(g dy) is exact (narrow inputs).
+DxBound dx_bound(const Sum2& s, int64_t n, double sum_factor, const RowScale& rs, double v_max, double z_max, bool v_exact) {
   DxBound b;
   const double nd = static_cast<double>(n);
   b.m = s.value() / nd;  // the ball's total(sum_vz) / Real(n)
   if (!(rs.kappa < HUGE_VAL)) return b;
   const double kappa = rs.kappa, a = s.abs_sum();
-  const double lambda = up(kU + (kappa + (1 + kappa) * kU) * (1 + 2 * kU));  // |fl(v z) - v z| <= lambda |fl(v z)| + eta (1 + 2V + Z)
-  const double f_lambda = up(abs_sum_factor(n) * lambda);  // sum_j lambda |fl(v z)| <= lambda f A
-  const double e_s = up(s.error(sum_factor) + f_lambda * a + nd * kEta * (1 + 2 * v_max + z_max));
+  // Section 18.2's E_S: each product off by its own roundings (c_theta: fl(x r_m), fl(v z), and v's
+  // unless exact) and underflow, then the common factor r_m against r (rho, times the exact sum).
+  const double c_theta = up(abs_sum_factor(n) * gamma_ratio_up(v_exact ? 2 : 3));
+  const double under = up(2 * nd * kEta * (2 + v_max + z_max));
+  const double e_s = with_common_factor(up(s.error(sum_factor) + c_theta * a + under), up(rs.r.rad / rs.r.mid), std::fabs(s.value()));
   const double e_m = up(kU * std::fabs(b.m) + kEta + e_s / nd);
   const double r_m = rs.r.mid, r_r = rs.r.rad, big_r = up(r_m + r_r), am = std::fabs(b.m);
   b.c1 = up(r_r + big_r * kU);
@@ -80,6 +83,7 @@ CertifiedLayerNorm evaluate_rmsnorm_a_priori(const LayerNormCase& c, bool with_v
   out.dx.reserve(with_vjp ? c.x.size() : 0);
   std::vector<double> z(static_cast<size_t>(n)), v(z.size());
   std::vector<Sum2> columns(with_vjp ? z.size() : 0);
+  const bool v_exact = with_vjp && narrow(c.gamma) && narrow(c.dy);  // section 18.2: v = g dy exact
   double mu = 0;  // max over rows of u + kappa (1 + 2u): |fl(dy z) - dy z| <= mu |fl(dy z)| + eta (1 + D)
   for (int64_t i = 0; i < rows; ++i) {
     const size_t base = static_cast<size_t>(i * n);
@@ -107,7 +111,7 @@ CertifiedLayerNorm evaluate_rmsnorm_a_priori(const LayerNormCase& c, bool with_v
       v_max = std::max(v_max, std::fabs(v[j]));
       z_max = std::max(z_max, std::fabs(z[j]));
     }
-    const DxBound b = dx_bound(sum_vz, n, row_factor, rs, v_max, z_max);
+    const DxBound b = dx_bound(sum_vz, n, row_factor, rs, v_max, z_max, v_exact);
     for (int64_t j = 0; j < n; ++j) {
       const double d = v[j] - z[j] * b.m, dxj = r_m * d;  // r[i] * (v - z * mean_vz)
       dx[j] = Ball(dxj, up(kU * std::fabs(dxj) + b.c1 * std::fabs(d) + b.c2 * std::fabs(v[j]) + b.c3 * std::fabs(z[j]) + b.c4));
