@@ -57,15 +57,16 @@ inline double with_common_factor(double e, double rho, double s) {
 /// underflow or overflow). True for the values of every storage dtype but f64 (section 18.2: the
 /// VJP's g = gamma dy is then exact). Branch-free, one pass.
 inline bool narrow(const std::vector<double>& v) {
-  bool ok = true;
+  uint64_t low_bits = 0;  // the low 27 significand bits of every element, or-ed (vectorizes)
+  bool out_of_range = false;  // a nonzero magnitude outside [2^-500, 2^501), or NaN
   for (double e : v) {
     uint64_t bits;
     std::memcpy(&bits, &e, sizeof bits);
-    const uint64_t exponent = (bits >> 52) & 0x7ff, low = bits & ((uint64_t{1} << 27) - 1);
-    const bool zero = (bits << 1) == 0;
-    ok &= zero | ((low == 0) & (exponent >= 1023 - 500) & (exponent <= 1023 + 500));
+    low_bits |= bits & ((uint64_t{1} << 27) - 1);
+    const double a = std::fabs(e);
+    out_of_range |= (a != 0) & !((a >= 0x1p-500) & (a < 0x1p501));
   }
-  return ok;
+  return low_bits == 0 && !out_of_range;
 }
 
 /// Algorithm Sum2 of Ogita, Rump and Oishi (2005), with exactly the operations of BallSum's
