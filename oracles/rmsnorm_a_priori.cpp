@@ -23,7 +23,7 @@ using namespace a_priori;
 /// left to the running ball).
 struct RowScale {
   Ball ms, r;
-  double kappa = HUGE_VAL;
+  double rho = HUGE_VAL, kappa = HUGE_VAL;  // rho >= r_r / r_m
 };
 
 RowScale row_scale(const double* x, int64_t n, double eps, double sum_factor) {
@@ -38,7 +38,9 @@ RowScale row_scale(const double* x, int64_t n, double eps, double sum_factor) {
   out.r = Ball(1) / sqrt(out.ms + Ball(eps));
   if (!out.r.bounded() || !(out.r.mid > 0)) return out;
   const double rho = up(out.r.rad / out.r.mid);  // r_r / r_m
-  if (rho <= kMaxRowRelativeRadius) out.kappa = up(kU + rho * (1 + 2 * kU));
+  if (!(rho <= kMaxRowRelativeRadius)) return out;
+  out.rho = rho;
+  out.kappa = up(kU + rho * (1 + 2 * kU));
   return out;
 }
 
@@ -58,7 +60,7 @@ DxBound dx_bound(const Sum2& s, int64_t n, double sum_factor, const RowScale& rs
   // unless exact) and underflow, then the common factor r_m against r (rho, times the exact sum).
   const double c_theta = up(abs_sum_factor(n) * gamma_ratio_up(v_exact ? 2 : 3));
   const double under = up(2 * nd * kEta * (2 + v_max + z_max));
-  const double e_s = with_common_factor(up(s.error(sum_factor) + c_theta * a + under), up(rs.r.rad / rs.r.mid), std::fabs(s.value()));
+  const double e_s = with_common_factor(up(s.error(sum_factor) + c_theta * a + under), rs.rho, std::fabs(s.value()));
   const double e_m = up(kU * std::fabs(b.m) + kEta + e_s / nd);
   const double r_m = rs.r.mid, r_r = rs.r.rad, big_r = up(r_m + r_r), am = std::fabs(b.m);
   b.c1 = up(r_r + big_r * kU);
