@@ -14,14 +14,25 @@
 #include "oracles/certify_ball.hpp"
 #include "oracles/certify_interval.hpp"
 #include "oracles/layernorm.hpp"
+#include "oracles/lean_interval.hpp"
 #include "oracles/rmsnorm.hpp"
 
 namespace normcheck::oracle::detail {
 
 /// The certificate of one value of the oracle's Real type: an MPFI interval, a double or double-double ball.
+/// The mpfi_t of a Boost MPFI number or of a LeanInterval.
+template <class Interval>
+mpfi_srcptr interval_data(const Interval& e) {
+  return e.backend().data();
+}
+template <mpfr_prec_t Bits>
+mpfi_srcptr interval_data(const LeanInterval<Bits>& e) {
+  return e.data();
+}
+
 template <class Interval>
 CertifiedValue certify_element(const Interval& e, DType dtype) {
-  return certify_interval(e.backend().data(), dtype);
+  return certify_interval(interval_data(e), dtype);
 }
 inline CertifiedValue certify_element(const Ball& b, DType dtype) { return certify_ball(b, dtype); }
 inline CertifiedValue certify_element(const DdBall& b, DType dtype) { return certify_dd_ball(b, dtype); }
@@ -262,7 +273,7 @@ CertifiedLayerNormJvp evaluate_rms_jvp(const LayerNormCase& c, const LayerNormTa
 /// The nearest-ish double of a value of the oracle's Real type (a diagnostic, not certified).
 template <class Interval>
 double midpoint_double(const Interval& e) {
-  return interval_mid_double(e.backend().data());
+  return interval_mid_double(interval_data(e));
 }
 inline double midpoint_double(const Ball& b) { return b.mid; }
 inline double midpoint_double(const DdBall& b) { return b.hi + b.lo; }
@@ -318,50 +329,73 @@ CertifiedRmsBlock evaluate_rms_block(const RmsBlockCase& c, int precision_bits, 
 
 namespace normcheck::oracle::detail {
 
-/// The MPFI scalar of Digits decimal digits (expression templates off) and its precision in bits.
+/// Boost's MPFI scalar of Digits decimal digits (expression templates off), for the sections that
+/// still use it and as the lean type's reference (oracles/boost_mpfi_reference.hpp).
 template <unsigned Digits>
 using MpfiInterval = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<Digits>,
                                                   boost::multiprecision::et_off>;
+
+/// The bits of Digits decimal digits, as Boost counts them (digits10_2_2).
+constexpr mpfr_prec_t mpfi_digits_to_bits(unsigned long digits) {
+  return static_cast<mpfr_prec_t>(digits * 1000 / 301 + (digits * 1000 % 301 ? 2 : 1));
+}
+
+/// The LayerNorm and RMSNorm oracles' MPFI scalar: Boost's precision, without its allocations.
+template <unsigned Digits>
+using LeanMpfi = LeanInterval<mpfi_digits_to_bits(Digits)>;
+static_assert(mpfi_digits_to_bits(50) == 168 && mpfi_digits_to_bits(150) == 500 && mpfi_digits_to_bits(400) == 1330,
+              "the MPFI levels' precisions that docs/bounds.md section 6 states");
+
+/// The precision in bits of an interval type.
+template <class Interval>
+int interval_bits() {
+  return static_cast<int>(mpfi_get_prec(interval_data(Interval(0))));
+}
 template <unsigned Digits>
 int mpfi_bits() {
-  return static_cast<int>(mpfi_get_prec(MpfiInterval<Digits>(0).backend().data()));
+  return interval_bits<MpfiInterval<Digits>>();
 }
 
 }  // namespace normcheck::oracle::detail
 
-/// Defines the three oracle entry points on the MPFI type of Digits decimal digits.
-#define NORMCHECK_DEFINE_MPFI_LAYERNORM_ORACLE(Digits)                                             \
-  namespace normcheck::oracle {                                                                 \
-  CertifiedLayerNorm evaluate_layernorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {    \
-    return detail::evaluate<detail::MpfiInterval<Digits>>(c, with_vjp, detail::mpfi_bits<Digits>()); \
-  }                                                                                             \
-  CertifiedLayerNormJvp evaluate_layernorm_jvp_mpfi##Digits(const LayerNormCase& c, const LayerNormTangents& t) { \
-    return detail::evaluate_jvp<detail::MpfiInterval<Digits>>(c, t, detail::mpfi_bits<Digits>());    \
-  }                                                                                             \
-  CertifiedLayerNormJvp evaluate_rmsnorm_jvp_mpfi##Digits(const LayerNormCase& c, const LayerNormTangents& t) { \
-    return detail::evaluate_rms_jvp<detail::MpfiInterval<Digits>>(c, t, detail::mpfi_bits<Digits>()); \
-  }                                                                                             \
-  CertifiedLayerNorm evaluate_rmsnorm_mpfi##Digits(const LayerNormCase& c, bool with_vjp) {      \
-    return detail::evaluate_rms<detail::MpfiInterval<Digits>>(c, with_vjp, detail::mpfi_bits<Digits>()); \
-  }                                                                                             \
-  CertifiedLayerNorm evaluate_layernorm_columns_mpfi##Digits(const LayerNormCase& c, const std::vector<int64_t>& cols) { \
-    return detail::evaluate_columns<detail::MpfiInterval<Digits>>(c, cols, detail::mpfi_bits<Digits>()); \
-  }                                                                                             \
-  CertifiedLayerNorm evaluate_rmsnorm_columns_mpfi##Digits(const LayerNormCase& c, const std::vector<int64_t>& cols) { \
-    return detail::evaluate_rms_columns<detail::MpfiInterval<Digits>>(c, cols, detail::mpfi_bits<Digits>()); \
-  }                                                                                             \
-  CertifiedLayerNorm evaluate_layernorm_outputs_mpfi##Digits(const LayerNormCase& c, const std::vector<int64_t>& ys, \
-                                                             const std::vector<int64_t>& dxs) {        \
-    return detail::evaluate_outputs<detail::MpfiInterval<Digits>>(c, ys, dxs, detail::mpfi_bits<Digits>()); \
-  }                                                                                             \
-  CertifiedLayerNorm evaluate_rmsnorm_outputs_mpfi##Digits(const LayerNormCase& c, const std::vector<int64_t>& ys, \
-                                                           const std::vector<int64_t>& dxs) {          \
-    return detail::evaluate_rms_outputs<detail::MpfiInterval<Digits>>(c, ys, dxs, detail::mpfi_bits<Digits>()); \
-  }                                                                                             \
-  CertifiedRmsBlock evaluate_rms_block_mpfi##Digits(const RmsBlockCase& c) {                    \
-    return detail::evaluate_rms_block<detail::MpfiInterval<Digits>>(c, detail::mpfi_bits<Digits>(), Digits == 400); \
-  }                                                                                             \
+/// Defines the oracle entry points of one interval type (suffix: the functions' names' end; last:
+/// whether it is the cascade's last level).
+#define NORMCHECK_DEFINE_INTERVAL_LAYERNORM_ORACLE(suffix, Interval, last)                             \
+  namespace normcheck::oracle {                                                                   \
+  CertifiedLayerNorm evaluate_layernorm_##suffix(const LayerNormCase& c, bool with_vjp) {          \
+    return detail::evaluate<Interval>(c, with_vjp, detail::interval_bits<Interval>());             \
+  }                                                                                               \
+  CertifiedLayerNormJvp evaluate_layernorm_jvp_##suffix(const LayerNormCase& c, const LayerNormTangents& t) { \
+    return detail::evaluate_jvp<Interval>(c, t, detail::interval_bits<Interval>());                \
+  }                                                                                               \
+  CertifiedLayerNormJvp evaluate_rmsnorm_jvp_##suffix(const LayerNormCase& c, const LayerNormTangents& t) { \
+    return detail::evaluate_rms_jvp<Interval>(c, t, detail::interval_bits<Interval>());            \
+  }                                                                                               \
+  CertifiedLayerNorm evaluate_rmsnorm_##suffix(const LayerNormCase& c, bool with_vjp) {            \
+    return detail::evaluate_rms<Interval>(c, with_vjp, detail::interval_bits<Interval>());         \
+  }                                                                                               \
+  CertifiedLayerNorm evaluate_layernorm_columns_##suffix(const LayerNormCase& c, const std::vector<int64_t>& cols) { \
+    return detail::evaluate_columns<Interval>(c, cols, detail::interval_bits<Interval>());         \
+  }                                                                                               \
+  CertifiedLayerNorm evaluate_rmsnorm_columns_##suffix(const LayerNormCase& c, const std::vector<int64_t>& cols) { \
+    return detail::evaluate_rms_columns<Interval>(c, cols, detail::interval_bits<Interval>());     \
+  }                                                                                               \
+  CertifiedLayerNorm evaluate_layernorm_outputs_##suffix(const LayerNormCase& c, const std::vector<int64_t>& ys, \
+                                                         const std::vector<int64_t>& dxs) {        \
+    return detail::evaluate_outputs<Interval>(c, ys, dxs, detail::interval_bits<Interval>());      \
+  }                                                                                               \
+  CertifiedLayerNorm evaluate_rmsnorm_outputs_##suffix(const LayerNormCase& c, const std::vector<int64_t>& ys, \
+                                                       const std::vector<int64_t>& dxs) {          \
+    return detail::evaluate_rms_outputs<Interval>(c, ys, dxs, detail::interval_bits<Interval>());  \
+  }                                                                                               \
+  CertifiedRmsBlock evaluate_rms_block_##suffix(const RmsBlockCase& c) {                          \
+    return detail::evaluate_rms_block<Interval>(c, detail::interval_bits<Interval>(), last);       \
+  }                                                                                               \
   }
+
+/// Defines the MPFI level of Digits decimal digits (50, 150, 400; 400 is the last) on the lean type.
+#define NORMCHECK_DEFINE_MPFI_LAYERNORM_ORACLE(Digits) \
+  NORMCHECK_DEFINE_INTERVAL_LAYERNORM_ORACLE(mpfi##Digits, detail::LeanMpfi<Digits>, Digits == 400)
 
 /// Defines the LayerNorm, RMSNorm and LayerNorm-JVP entry points of a ball level of the cascade
 /// (Real: Ball or DdBall; bits: its midpoint's precision, reported as the level's).

@@ -430,9 +430,13 @@ TEST(Cli, BenchOracleReportsEveryPathAndTheLevelThatCertified) {
   const Outcome o = run_cli("bench-oracle --n 64 --dtypes bf16,f64 --cases 1 --repeats 1 --elements 256 --json " + out.string());
   ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
   const auto j = load(out);
-  EXPECT_EQ(j.at("rows").size(), 2u * (6u + 7u));  // bf16, f64 x (layernorm's six paths + rmsnorm's seven: its a priori dd level)
-  int a_priori_dd = 0;
+  EXPECT_EQ(j.at("rows").size(), 2u * (7u + 8u));  // bf16, f64 x (layernorm's seven paths + rmsnorm's eight: its a priori dd level)
+  int a_priori_dd = 0, boost_mpfi = 0;
   for (const auto& r : j.at("rows")) {
+    if (r.at("path") == "boost mpfi_float_50") {  // the reference point: the same formulas on Boost's type
+      ++boost_mpfi;
+      EXPECT_EQ(r.at("certified_by_bits"), "168:1");
+    }
     if (r.at("path") == "a priori dd (106-bit)") {
       ++a_priori_dd;
       EXPECT_EQ(r.at("op"), "rmsnorm");
@@ -448,13 +452,14 @@ TEST(Cli, BenchOracleReportsEveryPathAndTheLevelThatCertified) {
     }
   }
   EXPECT_EQ(a_priori_dd, 2);
+  EXPECT_EQ(boost_mpfi, 4);
   // Every generator but the corpus, and the slope of the cost against n.
   const Outcome all = run_cli("bench-oracle --n 16 32 --dtypes bf16 --cases 1 --repeats 1 --elements 64 --generator all --json " + out.string());
   ASSERT_EQ(all.exit_code, 0) << all.out << all.err;
   const auto ja = load(out);
   EXPECT_EQ(ja.at("generators").size(), normcheck::gen::row_generator_names().size() - 1);
-  EXPECT_EQ(ja.at("rows").size(), ja.at("generators").size() * 2u * (6u + 7u));
-  EXPECT_EQ(ja.at("slopes").size(), ja.at("generators").size() * (6u + 7u));
+  EXPECT_EQ(ja.at("rows").size(), ja.at("generators").size() * 2u * (7u + 8u));
+  EXPECT_EQ(ja.at("slopes").size(), ja.at("generators").size() * (7u + 8u));
   // --paths times only the named paths, beside the float64 kernel every ratio divides by.
   const Outcome some = run_cli("bench-oracle --n 64 --dtypes bf16 --cases 1 --repeats 1 --elements 256 --paths a_priori,cascade --json " + out.string());
   ASSERT_EQ(some.exit_code, 0) << some.out << some.err;

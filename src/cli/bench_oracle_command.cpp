@@ -1,7 +1,7 @@
 // normcheck bench-oracle: the certified oracle's cost per element against the project's float64
 // kernel, side by side in one process (docs/performance.md): LayerNorm and RMSNorm forward + VJP,
-// per level of the precision cascade (double ball, double-double ball, MPFI 168 bits: Boost's
-// mpfi_float_backend<50>) and for the whole cascade, with the cases each level certified (accepted:
+// per level of the precision cascade (double ball, double-double ball, MPFI 168 bits on the lean
+// interval type), Boost's mpfi_float_backend<50> as the reference point, and the whole cascade, with the cases each level certified (accepted:
 // radius within 1e-3 ULP and every rounding decided), on one row generator or all of them, and the
 // log-log slope of the cost per element against n. Repeats are interleaved; the median is reported.
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "core/suggest.hpp"
 #include "kernels/layernorm.hpp"
 #include "kernels/rmsnorm.hpp"
+#include "oracles/boost_mpfi_reference.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "properties/generators.hpp"
 #include "report/output_files.hpp"
@@ -56,17 +57,19 @@ std::vector<Path> paths(bool rms) {
             {"a_priori_dd", "a priori dd (106-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_a_priori_dd(c, true); }},
             {"dd_ball", "dd ball (106-bit)", [](const LayerNormCase& c) { return evaluate_rmsnorm_dd_ball(c, true); }},
             {"mpfi", "mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_rmsnorm_mpfi50(c, true); }},
+            {"boost_mpfi", "boost mpfi_float_50", [](const LayerNormCase& c) { return evaluate_rmsnorm_boost_mpfi50(c, true); }},
             {"cascade", "cascade", [](const LayerNormCase& c) { return certified_rmsnorm(c, true); }}};
   return {{"float64", "float64 kernel", nullptr},
           {"a_priori", "a priori (53-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_a_priori(c, true); }},
           {"ball", "ball (53-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_ball(c, true); }},
           {"dd_ball", "dd ball (106-bit)", [](const LayerNormCase& c) { return evaluate_layernorm_dd_ball(c, true); }},
           {"mpfi", "mpfi 168-bit", [](const LayerNormCase& c) { return evaluate_layernorm_mpfi50(c, true); }},
+          {"boost_mpfi", "boost mpfi_float_50", [](const LayerNormCase& c) { return evaluate_layernorm_boost_mpfi50(c, true); }},
           {"cascade", "cascade", [](const LayerNormCase& c) { return certified_layernorm(c, true); }}};
 }
 
 const std::vector<std::string>& path_keys() {
-  static const std::vector<std::string> keys = {"a_priori", "ball", "a_priori_dd", "dd_ball", "mpfi", "cascade"};
+  static const std::vector<std::string> keys = {"a_priori", "ball", "a_priori_dd", "dd_ball", "mpfi", "boost_mpfi", "cascade"};
   return keys;
 }
 
@@ -97,7 +100,7 @@ int bench_oracle_command(const BenchOracleOptions& o) {
     }
     for (const std::string& p : o.paths)
       if (std::find(path_keys().begin(), path_keys().end(), p) == path_keys().end())
-        throw std::invalid_argument(fmt::format("unknown path '{}'{} (a_priori, ball, a_priori_dd, dd_ball, mpfi or cascade)", p, did_you_mean(p, path_keys())));
+        throw std::invalid_argument(fmt::format("unknown path '{}'{} (a_priori, ball, a_priori_dd, dd_ball, mpfi, boost_mpfi or cascade)", p, did_you_mean(p, path_keys())));
     if (!o.json.empty()) check_writable(o.json);
   } catch (const std::exception& e) {
     print_error(e.what());

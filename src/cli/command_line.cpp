@@ -221,7 +221,7 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.bench_oracle->add_option("--elements", cl.bench_oracle_opts.elements, "rows x n per case (default 16384)")->check(CLI::Range(int64_t{1}, int64_t{1} << 22));
   cl.bench_oracle->add_option("--cases", cl.bench_oracle_opts.cases, "cases per (op, dtype, n) (default 2)")->check(CLI::Range(1, 1000));
   cl.bench_oracle->add_option("--repeats", cl.bench_oracle_opts.repeats, "interleaved repeats, median reported (default 3)")->check(CLI::Range(1, 100));
-  cl.bench_oracle->add_option("--paths", cl.bench_oracle_opts.paths, "oracle paths: a_priori, ball, a_priori_dd (RMSNorm only), dd_ball, mpfi, cascade (default all; the float64 kernel always runs)")->delimiter(',');
+  cl.bench_oracle->add_option("--paths", cl.bench_oracle_opts.paths, "oracle paths: a_priori, ball, a_priori_dd (RMSNorm only), dd_ball, mpfi, boost_mpfi (the same formulas on Boost's mpfi_float_50), cascade (default all; the float64 kernel always runs)")->delimiter(',');
   cl.bench_oracle->add_option("--json", cl.bench_oracle_opts.json, "also write the table as JSON");
   cl.bench_audit = cl.app.add_subcommand("bench-audit", "the axis audit's cost against the tensor size, beside one kernel call");
   cl.bench_audit->add_option("--dtype", cl.bench_audit_opts.dtype, "storage dtype of the probed kernels (default f32)");
