@@ -31,8 +31,21 @@ std::string describe_failure(const LayerNormCase& c, const KernelEntry& k, const
   return s.str();
 }
 
+/// Whether every verdict violation of j is an infinity the kernel's own bound predicted: outputs in
+/// the predicted-overflow regime (bound void) where the kernel overflowed although the exact value
+/// rounds to a finite one. The verdict fails them by design (docs/bounds.md section 5.4: "a sound
+/// kernel that overflows where its bound said it might is reported as a verdict failure"); a
+/// sound kernel does this near the dtype's overflow threshold (f16 two_pass, `subnormal` rows, dx
+/// 65519.96 against the threshold 65520: its f32 value rounds up past it). Its own bound holds.
+bool only_predicted_overflows(const OutputJudgement& j) {
+  const int64_t overflowed_in_regime = j.acc.regime_count(1) - j.acc.overflow_survived();
+  return !j.own_failed && j.acc.bound_violations() == j.acc.nonfinite_mismatches() &&
+         j.acc.nonfinite_mismatches() <= overflowed_in_regime && (j.acc.worst_regime() & 2u);
+}
+
 /// Judges all kernels of `variant` in `dt` on one case; returns the failures' descriptions
-/// (verdict-bound failures, or own-bound failures when `own_bound` is set).
+/// (verdict-bound failures other than predicted overflows, or own-bound failures when `own_bound`
+/// is set).
 std::vector<std::string> failures_on(const LayerNormCase& c, const std::string& variant, bool own_bound = false) {
   const auto kernels = kernels_where(variant, c.dtype);
   if (kernels.empty()) return {};
@@ -40,7 +53,7 @@ std::vector<std::string> failures_on(const LayerNormCase& c, const std::string& 
   std::vector<std::string> out;
   for (const KernelEntry* k : kernels)
     for (const OutputJudgement& j : judge_case(*k, c, ref))
-      if (own_bound ? j.own_failed : j.failed) out.push_back(describe_failure(c, *k, j));
+      if (own_bound ? j.own_failed : j.failed && !only_predicted_overflows(j)) out.push_back(describe_failure(c, *k, j));
   return out;
 }
 
@@ -67,6 +80,28 @@ int flagged_cases(DType dt, const std::string& variant, const std::string& gener
 
 TEST(Kernels, TwoPassWithinBoundEveryDtype) {
   for_each_dtype([](auto tag) { check_variant(dtype_traits<decltype(tag)>::id, "two_pass"); });
+}
+
+TEST(Kernels, ASoundKernelOverflowingNearTheThresholdFailsTheVerdictButNotItsOwnBound) {
+  // The case RapidCheck found (seed 855190598446916293 of `subnormal`, f16, 1 x 4511): dx element
+  // 1065 is 65519.96 exactly, 0.04 below f16's overflow threshold; two_pass's f32 value rounds up
+  // past it and its f16 output is inf. The bound predicted the overflow (void there).
+  const LayerNormCase c = gen::make_layernorm_case("subnormal", DType::f16, 855190598446916293ull, {1, 4511});
+  ASSERT_EQ(c.eps, 0x1.19799812dea11p-40);
+  const auto kernels = kernels_where("two_pass", DType::f16);
+  const oracle::CertifiedLayerNorm ref = certified_reference(kernels.front()->op, c, true);
+  int predicted = 0;
+  for (const KernelEntry* k : kernels)
+    for (const OutputJudgement& j : judge_case(*k, c, ref)) {
+      EXPECT_FALSE(j.own_failed) << j.output;
+      if (!j.failed) continue;
+      EXPECT_TRUE(only_predicted_overflows(j)) << describe_failure(c, *k, j);
+      EXPECT_TRUE(std::isinf(j.worst.got)) << j.output;
+      EXPECT_GT(j.worst.ref.rounded, 65000.0) << j.output;  // the exact value rounds to a finite f16
+      ++predicted;
+    }
+  EXPECT_GE(predicted, 1);  // the verdict does fail it (docs/bounds.md section 5.4)
+  EXPECT_TRUE(failures_on(c, "two_pass").empty());
 }
 
 TEST(Kernels, TwoPassPairwiseWithinBoundEveryDtype) {
