@@ -13,6 +13,7 @@
 
 #include "core/layernorm_case.hpp"
 #include "oracles/sum_of.hpp"
+#include "oracles/to_real.hpp"
 
 namespace normcheck::oracle {
 
@@ -24,30 +25,36 @@ struct LayerNormStats {
   std::vector<Real> rstd;
 };
 
-/// Normalized rows z = (x - mu) r and their statistics.
-/// Per-row mean, biased variance and rstd = 1 / sqrt(var + eps).
+/// The statistics of one row from its values xr (already in Real): mean, biased variance and
+/// rstd = 1 / sqrt(var + eps), stored at row i of s.
+template <class Real>
+void layernorm_stats_of_row(const Real* xr, int64_t n, const Real& eps, LayerNormStats<Real>& s, int64_t i) {
+  const Real n_real(static_cast<double>(n));
+  sum_of_t<Real> sum{};
+  for (int64_t j = 0; j < n; ++j) sum += xr[j];
+  const Real mean = total(sum) / n_real;
+  sum_of_t<Real> ss{};
+  for (int64_t j = 0; j < n; ++j) {
+    const Real d = xr[j] - mean;
+    ss += d * d;
+  }
+  const Real var = total(ss) / n_real;
+  s.mean[static_cast<size_t>(i)] = mean;
+  s.var[static_cast<size_t>(i)] = var;
+  s.rstd[static_cast<size_t>(i)] = Real(1) / sqrt(var + eps);
+}
+
+/// Per-row mean, biased variance and rstd = 1 / sqrt(var + eps); each x converted once.
 template <class Real>
 void layernorm_row_stats(const LayerNormCase& c, LayerNormStats<Real>& s) {
-  const int64_t n = c.n;
-  const Real n_real(static_cast<double>(n));
-  const Real eps(c.eps);
   s.mean.assign(static_cast<size_t>(c.rows), Real(0));
   s.var = s.mean;
   s.rstd = s.mean;
+  const Real eps(c.eps);
+  std::vector<Real> xr(static_cast<size_t>(c.n));
   for (int64_t i = 0; i < c.rows; ++i) {
-    const double* x = &c.x[static_cast<size_t>(i * n)];
-    sum_of_t<Real> sum{};
-    for (int64_t j = 0; j < n; ++j) sum += Real(x[j]);
-    const Real mean = total(sum) / n_real;
-    sum_of_t<Real> ss{};
-    for (int64_t j = 0; j < n; ++j) {
-      const Real d = Real(x[j]) - mean;
-      ss += d * d;
-    }
-    const Real var = total(ss) / n_real;
-    s.mean[static_cast<size_t>(i)] = mean;
-    s.var[static_cast<size_t>(i)] = var;
-    s.rstd[static_cast<size_t>(i)] = Real(1) / sqrt(var + eps);
+    for (int64_t j = 0; j < c.n; ++j) xr[static_cast<size_t>(j)] = Real(c.x[static_cast<size_t>(i * c.n + j)]);
+    layernorm_stats_of_row(xr.data(), c.n, eps, s, i);
   }
 }
 
@@ -57,12 +64,23 @@ Real layernorm_z(const LayerNormCase& c, const LayerNormStats<Real>& s, int64_t 
   return (Real(c.x[static_cast<size_t>(i * c.n + j)]) - s.mean[static_cast<size_t>(i)]) * s.rstd[static_cast<size_t>(i)];
 }
 
+/// Normalized rows z = (x - mu) r and their statistics: the operations of layernorm_row_stats and
+/// layernorm_z, each x converted once (into z, which then becomes (x - mu) r in place).
 template <class Real>
 void layernorm_normalize(const LayerNormCase& c, std::vector<Real>& z, LayerNormStats<Real>& s) {
-  layernorm_row_stats(c, s);
-  z.assign(static_cast<size_t>(c.rows * c.n), Real(0));
-  for (int64_t i = 0; i < c.rows; ++i)
-    for (int64_t j = 0; j < c.n; ++j) z[static_cast<size_t>(i * c.n + j)] = layernorm_z(c, s, i, j);
+  s.mean.assign(static_cast<size_t>(c.rows), Real(0));
+  s.var = s.mean;
+  s.rstd = s.mean;
+  const Real eps(c.eps);
+  z.resize(c.x.size());
+  for (int64_t i = 0; i < c.rows; ++i) {
+    Real* zr = &z[static_cast<size_t>(i * c.n)];
+    for (int64_t j = 0; j < c.n; ++j) zr[j] = Real(c.x[static_cast<size_t>(i * c.n + j)]);
+    layernorm_stats_of_row(zr, c.n, eps, s, i);
+    const Real& mean = s.mean[static_cast<size_t>(i)];
+    const Real& rstd = s.rstd[static_cast<size_t>(i)];
+    for (int64_t j = 0; j < c.n; ++j) zr[j] = (zr[j] - mean) * rstd;
+  }
 }
 
 /// dgamma_j = sum_i dy_ij z_ij and dbeta_j = sum_i dy_ij for the columns `cols` only (in that
@@ -88,11 +106,12 @@ void layernorm_param_grads_columns(const LayerNormCase& c, const LayerNormStats<
 /// y = gamma * z + beta from the normalized rows.
 template <class Real>
 void layernorm_affine(const LayerNormCase& c, const std::vector<Real>& z, std::vector<Real>& y) {
+  const std::vector<Real> gamma = to_real<Real>(c.gamma), beta = to_real<Real>(c.beta);  // once per case
   y.resize(z.size());
   for (int64_t i = 0; i < c.rows; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
       const auto k = static_cast<size_t>(i * c.n + j);
-      y[k] = Real(c.gamma[static_cast<size_t>(j)]) * z[k] + Real(c.beta[static_cast<size_t>(j)]);
+      y[k] = gamma[static_cast<size_t>(j)] * z[k] + beta[static_cast<size_t>(j)];
     }
 }
 
@@ -139,11 +158,12 @@ void layernorm_vjp_normalized(const LayerNormCase& c, const std::vector<Real>& z
   dx.resize(z.size());
   std::vector<sum_of_t<Real>> dg(static_cast<size_t>(c.n)), db(static_cast<size_t>(c.n));
   std::vector<Real> g(static_cast<size_t>(c.n));
+  const std::vector<Real> gamma = to_real<Real>(c.gamma);  // once per case
   for (int64_t i = 0; i < c.rows; ++i) {
     const size_t base = static_cast<size_t>(i * c.n);
     sum_of_t<Real> sum_g{}, sum_zg{};
     for (int64_t j = 0; j < c.n; ++j) {
-      g[j] = Real(c.gamma[static_cast<size_t>(j)]) * dy[base + j];
+      g[j] = gamma[static_cast<size_t>(j)] * dy[base + j];
       sum_g += g[j];
       sum_zg += z[base + j] * g[j];
       dg[static_cast<size_t>(j)] += dy[base + j] * z[base + j];
@@ -205,13 +225,5 @@ void layernorm_vjp(const LayerNormCase& c, const std::vector<Real>& dy, std::vec
   layernorm_vjp_normalized(c, z, s, dy, dx, dgamma, dbeta);
 }
 
-/// Lifts exact doubles to Real.
-template <class Real>
-std::vector<Real> to_real(const std::vector<double>& v) {
-  std::vector<Real> out;
-  out.reserve(v.size());
-  for (double d : v) out.emplace_back(d);
-  return out;
-}
 
 }  // namespace normcheck::oracle

@@ -6,9 +6,9 @@
 /// Each value owns an mpfi_t of Bits bits taken from a per-thread pool of initialised intervals and
 /// given back when it dies. In the oracles' element loops every temporary (an input converted from
 /// double, a product, a difference) is taken from and given back to the pool, so after the first
-/// row no temporary calls malloc. The pool keeps at most about kPoolBytes per precision and thread;
-/// what is given back beyond that is freed, so a long-running process does not keep a large case's
-/// storage. MPFI's subtraction, product, square and negation allocate a temporary per call; for
+/// row no temporary calls malloc. The pool keeps at most about kPoolBytes (16 MiB: the intervals
+/// of a whole 16384-element forward + VJP evaluation at 168 bits) per precision and thread; what is
+/// given back beyond that is freed, so a long-running process does not keep a larger case's storage. MPFI's subtraction, product, square and negation allocate a temporary per call; for
 /// regular operands the lean type writes the same endpoints with MPFR directly (below) and leaves
 /// the rest to MPFI, whose temporaries then still allocate.
 ///
@@ -52,7 +52,7 @@ class IntervalPool {
   }
 
  private:
-  static constexpr size_t kPoolBytes = size_t{4} << 20;
+  static constexpr size_t kPoolBytes = size_t{16} << 20;
   static size_t max_free_for(mpfr_prec_t bits) {
     const size_t limb_bytes = (static_cast<size_t>(bits) + 63) / 64 * 8 + 16;  // per endpoint, with malloc's overhead
     return kPoolBytes / (sizeof(__mpfi_struct) + 2 * limb_bytes);
