@@ -1,5 +1,5 @@
 #pragma once
-/// The LayerNorm and RMSNorm oracles on Boost's mpfi_float_backend<50> (168 bits, expression
+/// The LayerNorm, RMSNorm and grouped-norm oracles on Boost's mpfi_float_backend<50> (168 bits, expression
 /// templates off): the MPFI level as it was before the lean type (oracles/lean_interval.hpp). Not a
 /// level of the cascade: the reference point of `normcheck bench-oracle --paths boost_mpfi` and of
 /// the test that the lean type's enclosures are Boost's, bit for bit. The same formulas and
@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "oracles/certified_grouped_norm.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "oracles/certified_rms_block.hpp"
 
@@ -23,5 +24,7 @@ CertifiedLayerNorm evaluate_layernorm_outputs_boost_mpfi50(const LayerNormCase& 
 CertifiedLayerNorm evaluate_rmsnorm_outputs_boost_mpfi50(const LayerNormCase& c, const std::vector<int64_t>& ys,
                                                          const std::vector<int64_t>& dxs);
 CertifiedRmsBlock evaluate_rms_block_boost_mpfi50(const RmsBlockCase& c);
+/// The grouped-norm oracle on Boost's type (oracles/grouped_boost_mpfi50.cpp), evaluate_grouped_mpfi50's reference.
+CertifiedGroupedNorm evaluate_grouped_boost_mpfi50(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp);
 
 }  // namespace normcheck::oracle

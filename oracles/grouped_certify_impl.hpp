@@ -33,13 +33,17 @@ CertifiedGroupedNorm evaluate_grouped(const GroupedNormCase& c, const GroupedNor
 
 }  // namespace normcheck::oracle::detail
 
-#define NORMCHECK_DEFINE_MPFI_GROUPED_ORACLE(Digits)                                                           \
+/// The grouped oracle on an interval type (suffix: the function's name's end).
+#define NORMCHECK_DEFINE_INTERVAL_GROUPED_ORACLE(suffix, Interval)                                             \
   namespace normcheck::oracle {                                                                              \
-  CertifiedGroupedNorm evaluate_grouped_mpfi##Digits(const GroupedNormCase& c, const GroupedNormLayout& l,   \
-                                                     bool with_vjp) {                                        \
-    return detail::evaluate_grouped<detail::MpfiInterval<Digits>>(c, l, with_vjp, detail::mpfi_bits<Digits>()); \
+  CertifiedGroupedNorm evaluate_grouped_##suffix(const GroupedNormCase& c, const GroupedNormLayout& l, bool with_vjp) { \
+    return detail::evaluate_grouped<Interval>(c, l, with_vjp, detail::interval_bits<Interval>());            \
   }                                                                                                          \
   }
+
+/// The grouped oracle's MPFI level of Digits decimal digits, on the lean type (as LayerNorm's).
+#define NORMCHECK_DEFINE_MPFI_GROUPED_ORACLE(Digits) \
+  NORMCHECK_DEFINE_INTERVAL_GROUPED_ORACLE(mpfi##Digits, detail::LeanMpfi<Digits>)
 
 /// The grouped oracle on a ball level of the cascade (Real: Ball or DdBall; bits: its midpoint's precision).
 #define NORMCHECK_DEFINE_BALL_GROUPED_ORACLE(suffix, Real, bits)                                                 \

@@ -1,7 +1,7 @@
 // The lean MPFI type (oracles/lean_interval.hpp) is Boost's mpfi_float_backend without the
 // allocations: its operations give MPFI's endpoints bit for bit on random and singular operands
-// (zeros of both signs, infinities, NaN, intervals containing zero), the LayerNorm, RMSNorm, JVP and
-// block oracles on it give Boost's certificates bit for bit, and a warm evaluation calls GMP's
+// (zeros of both signs, infinities, NaN, intervals containing zero), the LayerNorm, RMSNorm, JVP,
+// block and grouped-norm oracles on it give Boost's certificates bit for bit, and a warm evaluation calls GMP's
 // allocator almost never where Boost's calls it dozens of times per element.
 #include <cmath>
 #include <cstdlib>
@@ -20,7 +20,10 @@
 #include "oracles/lean_interval.hpp"
 #include "properties/block_generators.hpp"
 #include "properties/generators.hpp"
+#include "properties/grouped_generators.hpp"
 #include "properties/jvp_generators.hpp"
+#include "suite/grouped_judge.hpp"
+#include "suite/grouped_suite.hpp"
 
 using namespace normcheck;
 using Lean = oracle::LeanInterval<168>;
@@ -200,6 +203,29 @@ RC_GTEST_PROP(LeanInterval, EveryOracleGivesBoostsCertificatesBitForBit, ()) {
   expect_same_doubles(lean.rstd, boost.rstd);
   expect_same_doubles(lean.ms, boost.ms);
   expect_same_doubles(lean.cancellation, boost.cancellation);
+}
+
+RC_GTEST_PROP(LeanInterval, TheGroupedNormOracleGivesBoostsCertificatesBitForBit, ()) {
+  const auto& kinds = grouped_suite_kinds();
+  const auto& layouts = grouped_suite_layouts();
+  const DType dt = *rc::gen::element(DType::f16, DType::bf16, DType::f32, DType::f64);
+  const GroupedNormCase c = gen::make_grouped_case(kinds[*rc::gen::inRange<size_t>(0, kinds.size())],
+                                                   layouts[*rc::gen::inRange<size_t>(0, layouts.size())], dt,
+                                                   *rc::gen::arbitrary<uint64_t>());
+  const oracle::GroupedNormLayout lay = grouped_layout(c);
+  const bool with_vjp = *rc::gen::arbitrary<bool>();
+  const oracle::CertifiedGroupedNorm lean = oracle::evaluate_grouped_mpfi50(c, lay, with_vjp),
+                                     boost = oracle::evaluate_grouped_boost_mpfi50(c, lay, with_vjp);
+  RC_ASSERT(lean.precision_bits == boost.precision_bits);
+  for (const auto field : {&oracle::CertifiedGroupedNorm::y, &oracle::CertifiedGroupedNorm::dx, &oracle::CertifiedGroupedNorm::contrib,
+                           &oracle::CertifiedGroupedNorm::dgamma, &oracle::CertifiedGroupedNorm::dbeta,
+                           &oracle::CertifiedGroupedNorm::running_mean, &oracle::CertifiedGroupedNorm::running_var,
+                           &oracle::CertifiedGroupedNorm::y_inference})
+    expect_same_values(lean.*field, boost.*field);
+  for (const auto field : {&oracle::CertifiedGroupedNorm::mean, &oracle::CertifiedGroupedNorm::mean_rad, &oracle::CertifiedGroupedNorm::var,
+                           &oracle::CertifiedGroupedNorm::var_rad, &oracle::CertifiedGroupedNorm::rstd, &oracle::CertifiedGroupedNorm::rstd_rad})
+    expect_same_doubles(lean.*field, boost.*field);
+  RC_ASSERT(bits_of(lean.max_err_ulps) == bits_of(boost.max_err_ulps));
 }
 
 TEST(LeanInterval, AWarmEvaluationAllocatesAlmostNothingWhereBoostAllocatesPerOperation) {
