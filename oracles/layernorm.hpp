@@ -225,5 +225,4 @@ void layernorm_vjp(const LayerNormCase& c, const std::vector<Real>& dy, std::vec
   layernorm_vjp_normalized(c, z, s, dy, dx, dgamma, dbeta);
 }
 
-
 }  // namespace normcheck::oracle

@@ -19,7 +19,6 @@
 
 namespace normcheck::oracle::detail {
 
-/// The certificate of one value of the oracle's Real type: an MPFI interval, a double or double-double ball.
 /// The mpfi_t of a Boost MPFI number or of a LeanInterval.
 template <class Interval>
 mpfi_srcptr interval_data(const Interval& e) {
@@ -30,6 +29,7 @@ mpfi_srcptr interval_data(const LeanInterval<Bits>& e) {
   return e.data();
 }
 
+/// The certificate of one value of the oracle's Real type: an MPFI interval, a double or double-double ball.
 template <class Interval>
 CertifiedValue certify_element(const Interval& e, DType dtype) {
   return certify_interval(interval_data(e), dtype);
