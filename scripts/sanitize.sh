@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds normcheck with AddressSanitizer and UndefinedBehaviorSanitizer in ./build-asan and runs the
 # test programs that fit CI: bad input and hostile files (test_hardening, test_sections, through the
-# sanitized normcheck binary), the parsers (safetensors, corpus, ONNX), dtypes and rounding, and the
-# verdict logic. The suites' long runs stay with the regular build. Any sanitizer report fails.
+# sanitized normcheck binary), the parsers (safetensors, corpus, ONNX), dtypes and rounding, the
+# verdict logic, and the lean MPFI type's pooled intervals (test_lean_interval). The suites' long runs stay with the regular build. Any sanitizer report fails.
 #   usage: scripts/sanitize.sh [TEST_PROGRAM...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 programs=("$@")
-[ ${#programs[@]} -gt 0 ] || programs=(test_hardening test_sections test_dtype test_safetensors test_rounding test_corpus test_onnx test_verdicts)
+[ ${#programs[@]} -gt 0 ] || programs=(test_hardening test_sections test_dtype test_safetensors test_rounding test_corpus test_onnx test_verdicts test_lean_interval)
 # -O1 with line tables only: the sanitized build must fit CI on two cores (a full -O2 -g build took 14 min)
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" -DNORMCHECK_SANITIZE=address,undefined >/dev/null
 cmake --build build-asan -j "$(nproc)" --target normcheck "${programs[@]}" >/dev/null
