@@ -81,8 +81,10 @@ DxBound dx_bound(const Sum2& sum_g, const Sum2& sum_zg, int64_t n, double sum_fa
   const double r_m = rn.r.mid, r_r = rn.r.rad, big_r = up(r_m + r_r), mg = std::fabs(b.mean_g), mzg = std::fabs(b.mean_zg);
   b.c1 = up(r_r + big_r * kU);
   b.c2 = up(big_r * kU * (2 + 2 * kU));
-  b.c3 = up(big_r * (e_mzg + (mzg + e_mzg) * kappa + kU * (1 + 2 * kU) * mzg));
-  b.c4 = up(big_r * (kU * (1 + 2 * kU) * mg + e_mg + 2 * kEta + (mzg + e_mzg) * (zeta + kEta)) + kEta);
+  // Every factor of big_r is bounded above by up() first: a product that underflowed and was then
+  // multiplied by R > 1 would lose R times its rounding's absolute error, which no final up() covers.
+  b.c3 = up(big_r * up(e_mzg + (mzg + e_mzg) * kappa + kU * (1 + 2 * kU) * mzg));
+  b.c4 = up(big_r * up(kU * (1 + 2 * kU) * mg + e_mg + 2 * kEta + up((mzg + e_mzg) * (zeta + kEta))) + kEta);
   return b;
 }
 

@@ -65,8 +65,10 @@ DxBound dx_bound(const Sum2& s, int64_t n, double sum_factor, const RowScale& rs
   const double r_m = rs.r.mid, r_r = rs.r.rad, big_r = up(r_m + r_r), am = std::fabs(b.m);
   b.c1 = up(r_r + big_r * kU);
   b.c2 = up(big_r * kU);
-  b.c3 = up(big_r * (e_m + (am + e_m) * kappa + kU * (1 + 2 * kU) * am));
-  b.c4 = up(big_r * kEta * (2 + am + e_m) + kEta);
+  // A product that underflows and is then multiplied by R > 1 would lose R times its rounding's
+  // absolute error, which no final up() covers: every factor of big_r is bounded above by up() first.
+  b.c3 = up(big_r * up(e_m + (am + e_m) * kappa + kU * (1 + 2 * kU) * am));
+  b.c4 = up(kEta * up(big_r * (2 + am + e_m)) + kEta);
   return b;
 }
 

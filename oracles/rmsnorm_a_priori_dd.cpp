@@ -57,10 +57,11 @@ RowScale row_scale(const double* x, int64_t n, double eps, double sum_factor, bo
   return out;
 }
 
-/// y = g * (r x) as a ball: exactly 0 when x or g is 0.
-DdBall y_ball(const RowScale& rs, const Dd& z, double g, double y_eta) {
+/// y = g * (r x) as a ball: exactly 0 when the input x or g is 0 (a computed z of 0 is not: r x
+/// underflows in rows outside the level's premises, where every radius is infinite).
+DdBall y_ball(const RowScale& rs, double x, const Dd& z, double g, double y_eta) {
+  if (x == 0 || g == 0) return DdBall(0);
   const Dd y = mul(z, g);
-  if (z.h == 0 || g == 0) return DdBall(0);
   return {y.h, y.l, rs.ok ? up(rs.alpha * std::fabs(y.h) + y_eta) : kInf};
 }
 
@@ -103,8 +104,10 @@ DxBound vjp_row(const RowScale& rs, const double* x, const double* g, const doub
   b.c1 = up(r_r * (1 + kU));
   b.c2 = up(4 * kU2 * big_r);
   b.c3 = up(13 * kU2 * big_r);
-  b.c4 = up(big_r * ((1 + kU) * e_m + (big_m + e_m) * rs.kappa));
-  b.c5 = up(2 * kEta + big_r * (2 * kEta + 3 * kEta * (big_m + e_m)));
+  // Every factor of big_r is bounded above by up() first (an underflowed product times R > 1 would
+  // lose R times its rounding's absolute error).
+  b.c4 = up(big_r * up((1 + kU) * e_m + (big_m + e_m) * rs.kappa));
+  b.c5 = up(2 * kEta + big_r * up(2 * kEta + 3 * kEta * (big_m + e_m)));
   b.ok = true;
   return b;
 }
@@ -173,7 +176,7 @@ CertifiedLayerNorm evaluate_rmsnorm_a_priori_dd(const LayerNormCase& c, bool wit
       for (int64_t j = 0; j < n; ++j) dx[j] = dx_ball(rs, b, v[j], z[j]);
       detail::certify_into(dx.data(), dx.size(), c.dtype, out.dx, out);
     }
-    for (int64_t j = 0; j < n; ++j) y[j] = y_ball(rs, z[j], c.gamma[j], y_eta);
+    for (int64_t j = 0; j < n; ++j) y[j] = y_ball(rs, c.x[base + j], z[j], c.gamma[j], y_eta);
     detail::certify_into(y.data(), y.size(), c.dtype, out.y, out);
   }
   put_statistics(ms, rstd, out);
@@ -198,7 +201,7 @@ CertifiedLayerNorm evaluate_rmsnorm_outputs_a_priori_dd(const LayerNormCase& c, 
   }
   for (const int64_t k : ys) {
     const RowScale& rs = scales[static_cast<size_t>(k / n)];
-    y.push_back(y_ball(rs, mul(rs.rm, c.x[k]), c.gamma[k % n], y_eta));
+    y.push_back(y_ball(rs, c.x[k], mul(rs.rm, c.x[k]), c.gamma[k % n], y_eta));
   }
   std::vector<Dd> z(static_cast<size_t>(n)), v(z.size());
   for (size_t next = 0; next < dxs.size();) {  // a row's whole VJP pass, then its wanted outputs

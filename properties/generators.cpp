@@ -168,11 +168,60 @@ void make_outputs_subnormal(Rng& rng, LayerNormCase& c) {
   }
 }
 
+/// One value of a binade-extreme row (issue 42): +-0, a subnormal, a tiny normal, a moderate value,
+/// a huge one, one near the dtype's largest, or (when `previous` is given) that value again or its
+/// neighbour, so that the rows mix every binade with exact repeats and one-ULP differences.
+double extreme_value(Rng& rng, DType dt, const double* previous) {
+  const FloatFormat& f = fmt_of(dt);
+  const double max = dtype_info(dt).max_finite;
+  const auto clamp = [max](double v) { return std::copysign(std::min(std::fabs(v), max), v); };
+  switch (rng.range(0, previous ? 6 : 5)) {
+    case 0: return signed_zero(rng);
+    case 1: return subnormal(rng, dt);
+    case 2: return clamp(log_uniform(rng, dt, f.emin, f.emin + 8));
+    case 3: return log_uniform(rng, dt, -8, 8);
+    case 4: return clamp(log_uniform(rng, dt, f.emax - 8, f.emax - 1));
+    case 5: return near_max(rng, dt, max);
+    default: break;
+  }
+  if (rng.coin()) return *previous;
+  const int64_t key = ordered_key(encode_exact(*previous, f), f) + (rng.coin() ? 1 : -1);
+  const double next = decode_bits(bits_from_ordered_key(key, f), f);
+  return std::isfinite(next) ? next : *previous;
+}
+
+/// eps over the whole binary64 range: a model's eps, a subnormal, a tiny or a huge one.
+double extreme_eps(Rng& rng) {
+  switch (rng.range(0, 3)) {
+    case 0: return model_eps(rng);
+    case 1: return std::ldexp(static_cast<double>(rng.range(1, 1 << 20)), -1074);
+    case 2: return std::ldexp(1.0 + rng.uniform(), static_cast<int>(rng.range(-1022, -900)));
+    default: return std::ldexp(1.0 + rng.uniform(), static_cast<int>(rng.range(0, 1000)));
+  }
+}
+
+/// Rows, gains, shifts and cotangents mixing subnormal, tiny, moderate and huge values of the dtype,
+/// with eps anywhere in binary64's range (issue 42: every bound must survive its own underflow and
+/// overflow). Short rows, so that one extreme element dominates its row.
+void fill_binade_extreme(Rng& rng, LayerNormCase& c) {
+  c.eps = extreme_eps(rng);
+  for (size_t k = 0; k < c.x.size(); ++k) c.x[k] = extreme_value(rng, c.dtype, k % static_cast<size_t>(c.n) ? &c.x[k - 1] : nullptr);
+}
+
+void fill_extreme_affine_and_cotangent(Rng& rng, LayerNormCase& c) {
+  for (int64_t j = 0; j < c.n; ++j) {
+    c.gamma[j] = rng.range(0, 3) == 0 ? 1.0 : extreme_value(rng, c.dtype, nullptr);
+    c.beta[j] = rng.range(0, 3) == 0 ? 0.0 : extreme_value(rng, c.dtype, nullptr);
+  }
+  for (auto& v : c.dy) v = extreme_value(rng, c.dtype, nullptr);
+}
+
 struct RowGenerator {
   const char* name;
   RowFill fill;
   int64_t fixed_n;  ///< 0: free
   int64_t min_n;    ///< smallest row length the generator draws when free
+  bool in_suites = true;  ///< false: a stress generator (stress_generator_names), by name only
 };
 
 const std::vector<RowGenerator>& row_generators() {
@@ -188,6 +237,7 @@ const std::vector<RowGenerator>& row_generators() {
       {"eps_dominant", fill_eps_dominant, 0, 1},
       {"overflow_prone", fill_overflow_prone, 0, 2},
       {"subnormal_output", fill_subnormal_output, 0, 2},
+      {"binade_extreme", fill_binade_extreme, 0, 1, false},
   };
   return table;
 }
@@ -238,7 +288,8 @@ double normal(Rng& rng, DType dt, double mean, double sd) {
 const std::vector<std::string>& row_generator_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out{kCorpusGenerator};
-    for (const auto& g : row_generators()) out.emplace_back(g.name);
+    for (const auto& g : row_generators())
+      if (g.in_suites) out.emplace_back(g.name);
     return out;
   }();
   return names;
@@ -248,9 +299,20 @@ int64_t generator_case_count(std::string_view generator, DType dt, int64_t cases
   return generator == kCorpusGenerator ? static_cast<int64_t>(corpus_cases(dt).size()) : cases_per_generator;
 }
 
+const std::vector<std::string>& stress_generator_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& g : row_generators())
+      if (!g.in_suites) out.emplace_back(g.name);
+    return out;
+  }();
+  return names;
+}
+
 bool is_row_generator(std::string_view name) {
-  const auto& names = row_generator_names();
-  return std::find(names.begin(), names.end(), name) != names.end();
+  for (const auto* names : {&row_generator_names(), &stress_generator_names()})
+    if (std::find(names->begin(), names->end(), name) != names->end()) return true;
+  return false;
 }
 
 namespace {
@@ -303,6 +365,7 @@ LayerNormCase make_layernorm_case(std::string_view generator, DType dt, uint64_t
   it->fill(rng, c);
   fill_affine_and_cotangent(rng, c);
   if (it->fill == fill_subnormal_output) make_outputs_subnormal(rng, c);
+  if (it->fill == fill_binade_extreme) fill_extreme_affine_and_cotangent(rng, c);
   if (auto err = validate_case(c, true))
     throw std::logic_error("generator '" + c.generator + "' produced an invalid case: " + *err);
   return c;

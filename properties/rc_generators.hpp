@@ -3,6 +3,7 @@
 /// generator name, the shape and the case seed; shrinking reduces rows and n towards 1 and the
 /// seed towards 0, so a failing case shrinks to the smallest shape that still fails.
 #include <algorithm>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,24 @@ inline rc::Gen<LayerNormCase> layernorm_case(DType dt, std::vector<std::string> 
         const int64_t capped_rows = std::max<int64_t>(1, std::min(rows, max_elements / n));
         return gen::make_layernorm_case(name, dt, seed, gen::ShapeRequest{capped_rows, n, max_elements});
       });
+}
+
+/// rc::check with at least `cases` successful cases (RC_PARAMS' max_success when larger): for
+/// properties whose cases are cheap and whose defects are rare (binade-extreme rows). RC_PARAMS'
+/// seed and reproduce strings still apply.
+template <class Testable>
+bool check_cases(const std::string& description, int cases, Testable&& testable) {
+  using namespace rc::detail;
+  rc::detail::TestParams params = configuration().testParams;
+  params.maxSuccess = std::max(params.maxSuccess, cases);
+  std::cerr << "\n- " << description << std::endl;
+  TestMetadata metadata;
+  metadata.id = description;
+  metadata.description = description;
+  const auto result = checkProperty(toProperty(std::forward<Testable>(testable)), metadata, params);
+  printResultMessage(result, std::cerr);
+  std::cerr << std::endl;
+  return result.template is<SuccessResult>();
 }
 
 }  // namespace normcheck::rcgen
