@@ -9,9 +9,37 @@ using namespace bounds_detail;
 
 namespace {
 
-/// A finite upper bound that reaches `limit`: the value may overflow. An infinite (void) error
-/// bound says nothing about overflow; its element is already unjudged.
-bool reaches(double upper, double limit) { return std::isfinite(upper) && upper >= limit; }
+/// A magnitude mag with error bound err whose sum reaches `limit`: the value may overflow. A sum (or
+/// mag alone) overflowing to +inf in double reaches it too (issue 42: a kernel returned +inf where
+/// the bound, reading that +inf as void, predicted nothing); an infinite error term alone (a void
+/// bound, e.g. unresolved statistics) says nothing about overflow: the envelope judges that element.
+bool reaches(double mag, double err, double limit) { return !(mag < limit) || (std::isfinite(err) && !(mag + err < limit)); }
+
+/// Where the bound of a LayerNorm y is void but the row's statistics model still bounds the
+/// kernel's d_hat and v_hat (unresolved statistics, not overflow), the side of the envelope that
+/// the sign of d_hat fixes (section 15.7): a kernel returning beta (or 0) there fails.
+void tighten_void_forward(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, const BoundModel& m, const Units& u,
+                          TensorBound& out) {
+  const double eps_hat = round_to_dtype(c.eps, m.accum);
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const size_t base = static_cast<size_t>(i * c.n);
+    bool any_void = false;
+    for (int64_t j = 0; j < c.n; ++j) any_void |= !(out.bound[base + j] < kInf);
+    if (!any_void) continue;
+    const RowError r = row_error(c, ref, i, m, u);
+    if (r.regime & kRegimeOverflow) continue;
+    const double r_low = reciprocal_low(r.v + r.e_v * kEvaluationSlack, eps_hat, u);
+    for (int64_t j = 0; j < c.n; ++j) {
+      const size_t k = base + static_cast<size_t>(j);
+      if (out.bound[k] < kInf) continue;
+      // |x_j - mu| >= |fl(x_j - mu_tilde)| (1 - 2^-52) - rad_mu; |d_hat - d| <= e_d.
+      const double d_low = (std::fabs(r.d[j]) * (1 - 0x1p-52) - ref.mean_rad[i] * (1 + kRel)) * (1 - 0x1p-52) - r.e_d[j] * (1 + 0x1p-50);
+      const double z_low = d_low > 0 ? mul_down(d_low, r_low) * (1 - u.ua) - u.eta_a : 0.0;  // sign(z_hat) = sign(d) when > 0
+      const Envelope e = signed_forward_envelope(r.d[j] < 0 ? -1 : 1, z_low, c.gamma[j], c.beta[j], true, u, out.envelope(k));
+      if (e.lower > -kInf || e.upper < kInf) out.set_limits(k, e.lower, e.upper);
+    }
+  }
+}
 
 }  // namespace
 
@@ -138,19 +166,23 @@ TensorBound layernorm_forward_bound(const LayerNormCase& c, const oracle::Certif
     for (int64_t j = 0; j < c.n; ++j) {
       const size_t k = static_cast<size_t>(i * c.n + j);
       const double ga = std::fabs(c.gamma[j]);
-      const double t = ga * r.d_abs[j] * r.rstd;
-      const double e_t = ga * r.rstd * (r.d_abs[j] * r.delta_r + r.e_d[j] * (1 + r.delta_r)) * (1 + g2) + g2 * t +
+      // Products through product_up: |gamma| r below 2^-1074 lost the z-error term (issue 42).
+      const double t = product_up({ga, r.d_abs[j], r.rstd});
+      // Each term one product chain: an underflowed term rounded up and then multiplied by r would be loose.
+      const double e_t = (product_up({ga, r.rstd, r.d_abs[j], r.delta_r}) + product_up({ga, r.rstd, r.e_d[j], 1 + r.delta_r})) * (1 + g2) +
+                         mul_up(g2, t) +
                          u.eta_a * (1 + ga * (1 + g2));  // underflow of d*r, scaled by gamma
       const double y = upper_abs(ref.y[k]);
-      const double e_s = e_t * (1 + u.ua) + u.ua * y + u.eta_a;
+      const double e_s = e_t * (1 + u.ua) + relative_rounding(y, u) + u.eta_a;
       out.regime[k] = r.regime | output_regime(y, t + std::fabs(c.beta[j]), c.dtype);
-      const bool may_overflow = (r.regime & kRegimeOverflow) || reaches(t + e_t + std::fabs(c.beta[j]), u.max_a) ||
-                                reaches(y + e_s, dtype_info(c.dtype).max_finite);
+      const bool may_overflow = (r.regime & kRegimeOverflow) || reaches(t + std::fabs(c.beta[j]), e_t, u.max_a) ||
+                                reaches(y, e_s, dtype_info(c.dtype).max_finite);
       if (may_overflow) out.regime[k] |= kRegimeOverflow;
       out.bound[k] = may_overflow ? kInf : with_store(y, e_s, u);
     }
   }
   add_forward_envelope(c, m, out);
+  if (has_envelope(m)) tighten_void_forward(c, ref, m, u, out);
   return out;
 }
 
@@ -182,53 +214,57 @@ BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::Cer
     for (int64_t j = 0; j < c.n; ++j) {
       const double dy = c.dy[base + j];
       z[j] = r.d[j] * ref.rstd[i];  // signed, nearest: only in the cancelling sums below
-      za[j] = r.d_abs[j] * r.rstd;
-      // |z_j - z_exact| from the certified radii of mean and rstd, plus the product's rounding.
-      dz[j] = (r.d_abs[j] - std::fabs(r.d[j])) * r.rstd + std::fabs(r.d[j]) * ref.rstd_rad[i] + std::fabs(z[j]) * kRel;
+      za[j] = mul_up(r.d_abs[j], r.rstd);
+      // |z_j - z_exact| from the certified radii of mean and rstd, plus the product's rounding
+      // (relative, or one subnormal step where it underflows).
+      dz[j] = mul_up(r.d_abs[j] - std::fabs(r.d[j]), r.rstd) + mul_up(r.d[j], ref.rstd_rad[i]) + mul_up(z[j], kRel) + kEvalEta;
       ez[j] = normalized_error(r, j, u);
-      g[j] = dy * c.gamma[j];
-      const double eg = u.ua * std::fabs(g[j]) + u.eta_a;
+      g[j] = dy * c.gamma[j];  // relative 2^-53 (f64 data), or one subnormal step where it underflows
+      const double eg = mul_up(u.ua, g[j]) + u.eta_a;
       s.sum_g += g[j];
       s.sum_abs_g += std::fabs(g[j]) + eg;
       s.sum_eg += eg;
       s.sum_gz += g[j] * z[j];
-      s.sum_abs_gz += std::fabs(g[j]) * za[j];
-      s.sum_g_dz += std::fabs(g[j]) * dz[j];
-      s.acc_b += std::fabs(g[j]) * ez[j] + za[j] * eg + eg * ez[j] + u.ua * (std::fabs(g[j]) + eg) * (za[j] + ez[j]) +
-                 u.eta_a;
-      s.mag_b += (std::fabs(g[j]) + eg) * (za[j] + ez[j]);
-      dg_err[j] += std::fabs(dy) * ez[j];
-      dg_mag[j] += std::fabs(dy) * (za[j] + ez[j]);
+      s.sum_abs_gz += mul_up(g[j], za[j]);
+      s.sum_g_dz += mul_up(g[j], dz[j]) + mul_up(kEvalEta, za[j]) + kEvalEta;  // and g's and g z's underflow
+      s.acc_b += mul_up(g[j], ez[j]) + mul_up(za[j], eg) + mul_up(eg, ez[j]) +
+                 product_up({u.ua, std::fabs(g[j]) + eg, za[j] + ez[j]}) + u.eta_a;
+      s.mag_b += mul_up(std::fabs(g[j]) + eg, za[j] + ez[j]);
+      dg_err[j] += mul_up(dy, ez[j]);
+      dg_mag[j] += mul_up(dy, za[j] + ez[j]);
       db_mag[j] += std::fabs(dy);
       col_regime[j] |= r.regime & ~kRegimeCancellation;
     }
     // A = fl(sum g_hat) / n and B = fl(sum g_hat z_hat) / n (section 3.2); their exact values are
-    // evaluated here in double, so that evaluation is bounded too (e_mg, e_mgz).
-    const double e_a = (s.sum_eg + compose_sum(c.n, u) * s.sum_abs_g) / nn + u.eta_a;
-    const double e_b = (s.acc_b + compose_sum_products(c.n, u) * (s.mag_b + nn * u.eta_a)) / nn + u.eta_a;
+    // evaluated here in double, so that evaluation is bounded too (e_mg, e_mgz: relative roundings,
+    // and one subnormal step per g_j, per product and for the division where they underflow).
+    const double e_a = quotient_up(s.sum_eg + mul_up(compose_sum(c.n, u), s.sum_abs_g), nn) + u.eta_a;
+    const double e_b = quotient_up(s.acc_b + mul_up(compose_sum_products(c.n, u), s.mag_b + nn * u.eta_a), nn) + u.eta_a;
     const double mean_g = s.sum_g / nn, mean_gz = s.sum_gz / nn;
-    const double e_mg = (nn + 1) * 0x1p-53 * s.sum_abs_g / nn;
-    const double e_mgz = s.sum_g_dz / nn + (nn + 2) * 0x1p-53 * s.sum_abs_gz / nn;
+    const double e_mg = quotient_up(mul_up((nn + 1) * 0x1p-53, s.sum_abs_g), nn) + 2 * kEvalEta;
+    const double e_mgz = quotient_up(s.sum_g_dz + mul_up((nn + 2) * 0x1p-53, s.sum_abs_gz), nn) + kEvalEta;
     const double mg_abs = std::fabs(mean_g) + e_mg, mgz_abs = std::fabs(mean_gz) + e_mgz;
-    const bool sums_overflow = (r.regime & kRegimeOverflow) || reaches(s.sum_abs_g, u.max_a) || reaches(s.mag_b, u.max_a);
+    const double row_growth = growth(nn, u.ua);  // the kernel's partial sums exceed the exact magnitudes by at most this
+    const bool sums_overflow = (r.regime & kRegimeOverflow) || reaches(s.sum_abs_g * row_growth, 0, u.max_a) ||
+                               reaches(s.mag_b * row_growth, 0, u.max_a);
     for (int64_t j = 0; j < c.n; ++j) {
-      const double eg = u.ua * std::fabs(g[j]) + u.eta_a;
-      const double q1 = std::fabs(g[j] - mean_g) + e_mg + 0x1p-52 * (std::fabs(g[j]) + mg_abs);
-      const double e_q1 = eg + e_a + u.ua * (q1 + eg + e_a) + u.eta_a;
-      const double e_q2 = za[j] * e_b + mgz_abs * ez[j] + ez[j] * e_b + u.ua * (za[j] + ez[j]) * (mgz_abs + e_b) +
-                          u.eta_a;
-      // Upper bound of the exact |g - A - z B| from its double evaluation.
-      const double cj = std::fabs(g[j] - mean_g - z[j] * mean_gz) + e_mg + dz[j] * mgz_abs + std::fabs(z[j]) * e_mgz +
-                        4 * 0x1p-53 * (std::fabs(g[j]) + mg_abs + za[j] * mgz_abs);
-      const double e_c = e_q1 + e_q2 + u.ua * (cj + e_q1 + e_q2) + u.eta_a;
+      const double eg = mul_up(u.ua, g[j]) + u.eta_a;
+      const double q1 = std::fabs(g[j] - mean_g) + e_mg + mul_up(0x1p-52, std::fabs(g[j]) + mg_abs) + kEvalEta;
+      const double e_q1 = eg + e_a + mul_up(u.ua, q1 + eg + e_a) + u.eta_a;
+      const double e_q2 = mul_up(za[j], e_b) + mul_up(mgz_abs, ez[j]) + mul_up(ez[j], e_b) +
+                          product_up({u.ua, za[j] + ez[j], mgz_abs + e_b}) + u.eta_a;
+      // Upper bound of the exact |g - A - z B| from its double evaluation (g's and z B's underflow: two steps).
+      const double cj = std::fabs(g[j] - mean_g - z[j] * mean_gz) + e_mg + mul_up(dz[j], mgz_abs) + mul_up(z[j], e_mgz) +
+                        mul_up(4 * 0x1p-53, std::fabs(g[j]) + mg_abs + mul_up(za[j], mgz_abs)) + 2 * kEvalEta;
+      const double e_c = e_q1 + e_q2 + mul_up(u.ua, cj + e_q1 + e_q2) + u.eta_a;
       const double dx = upper_abs(ref.dx[base + j]);
-      const double e = r.rstd * (cj * r.delta_r + e_c * (1 + r.delta_r)) * (1 + u.ua) + u.ua * dx + u.eta_a;
+      const double e = (product_up({r.rstd, cj, r.delta_r}) + product_up({r.rstd, e_c, 1 + r.delta_r})) * (1 + u.ua) + mul_up(u.ua, dx) + u.eta_a;
       const size_t k = base + static_cast<size_t>(j);
-      const double magnitude = r.rstd * (std::fabs(g[j]) + mg_abs + za[j] * mgz_abs);
+      const double magnitude = mul_up(r.rstd, std::fabs(g[j]) + mg_abs + mul_up(za[j], mgz_abs));
       out.dx.regime[k] = r.regime | output_regime(dx, magnitude, c.dtype);
       // c = (g - A) - z B itself (before the product with r), r c, and the store.
-      const bool may_overflow = sums_overflow || reaches(cj + e_c, u.max_a) || reaches(magnitude + e, u.max_a) ||
-                                reaches(dx + e, max_s);
+      const bool may_overflow = sums_overflow || reaches(cj, e_c, u.max_a) || reaches(magnitude, e, u.max_a) ||
+                                reaches(dx, e, max_s);
       if (may_overflow) out.dx.regime[k] |= kRegimeOverflow;
       out.dx.bound[k] = may_overflow ? kInf : with_store(dx, e, u);
       if (trace && trace->output == "dx" && trace->index == k)
@@ -247,12 +283,13 @@ BackwardBound layernorm_backward_bound(const LayerNormCase& c, const oracle::Cer
   out.dbeta = out.dgamma;
   const double rows = static_cast<double>(c.rows);
   const double gm = gamma_k(rows, u.ua), gm1 = gamma_k(rows - 1, u.ua);
+  const double column_growth = growth(rows, u.ua);  // the kernel's partial sums over rows, at most this above the exact ones
   for (int64_t j = 0; j < c.n; ++j) {
-    const double e_g = dg_err[j] * (1 + u.ua) + gm * (dg_mag[j] + rows * u.eta_a) + rows * u.eta_a;
-    const double e_b = gm1 * db_mag[j] + rows * u.eta_a;
+    const double e_g = dg_err[j] * (1 + u.ua) + mul_up(gm, dg_mag[j] + rows * u.eta_a) + rows * u.eta_a;
+    const double e_b = mul_up(gm1, db_mag[j]) + rows * u.eta_a;
     const double vg = upper_abs(ref.dgamma[j]), vb = upper_abs(ref.dbeta[j]);
-    const bool g_over = (col_regime[j] & kRegimeOverflow) || reaches(dg_mag[j], u.max_a) || reaches(vg + e_g, max_s);
-    const bool b_over = reaches(db_mag[j], u.max_a) || reaches(vb + e_b, max_s);
+    const bool g_over = (col_regime[j] & kRegimeOverflow) || reaches(dg_mag[j] * column_growth, 0, u.max_a) || reaches(vg, e_g, max_s);
+    const bool b_over = reaches(db_mag[j] * column_growth, 0, u.max_a) || reaches(vb, e_b, max_s);
     out.dgamma.regime[j] = col_regime[j] | output_regime(vg, dg_mag[j], c.dtype) | (g_over ? kRegimeOverflow : 0);
     out.dbeta.regime[j] = output_regime(vb, db_mag[j], c.dtype) | (b_over ? kRegimeOverflow : 0);
     out.dgamma.bound[j] = g_over ? kInf : with_store(vg, e_g, u);

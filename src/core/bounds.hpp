@@ -61,13 +61,27 @@ struct TensorBound {
   /// Every value the model's arithmetic can produce lies in env_center +- env_radius, whatever the
   /// regime (empty vectors or an infinite radius: no envelope; an empty center is 0).
   std::vector<double> env_center{}, env_radius{};
+  /// Where known, every such value also lies in [env_lower, env_upper] (section 15.7: the side of the
+  /// envelope that the sign of the normalised value fixes); empty vectors: no such limits.
+  std::vector<double> env_lower{}, env_upper{};
 
   /// The envelope of element k.
   Envelope envelope(size_t k) const {
     Envelope e;
     if (k < env_radius.size()) e.radius = env_radius[k];
     if (k < env_center.size()) e.center = env_center[k];
+    if (k < env_lower.size()) e.lower = env_lower[k];
+    if (k < env_upper.size()) e.upper = env_upper[k];
     return e;
+  }
+  /// Sets element k's limits [lower, upper] (sizing the vectors on first use: no limits elsewhere).
+  void set_limits(size_t k, double lower, double upper) {
+    if (env_lower.empty()) {
+      env_lower.assign(bound.size(), -std::numeric_limits<double>::infinity());
+      env_upper.assign(bound.size(), std::numeric_limits<double>::infinity());
+    }
+    env_lower[k] = lower;
+    env_upper[k] = upper;
   }
 };
 

@@ -40,7 +40,7 @@ double sum_hat(double sum_abs, int64_t n, const Units& u) {
 }
 
 double mean_hat(double sum_hat_value, int64_t n, const Units& u) {
-  return sum_hat_value / count_lower(n, u) * (1 + u.ua) * kEvaluationSlack + u.eta_a;
+  return quotient_up(sum_hat_value, count_lower(n, u)) * (1 + u.ua) * kEvaluationSlack + u.eta_a;
 }
 
 RowEnvelope row_envelope(const LayerNormCase& c, int64_t row, const BoundModel& m, const Units& u) {
@@ -57,8 +57,10 @@ RowEnvelope row_envelope(const LayerNormCase& c, int64_t row, const BoundModel& 
   // terms (any order), the rounded division by the rounded count.
   const double a = (1 - u.ua) * (1 - u.ua) / count_upper(c.n, u), b = 2 * u.eta_a;
   // x in [lo, hi]: every d = x - m with m in [lo, hi] is <= width. Halves first: hi - lo may exceed
-  // the largest double (a row spanning -1e308 .. 1e308), and an infinite D would give r = 0.
-  const double half_width = (0.5 * hi - 0.5 * lo) * (1 + 0x1p-52);
+  // the largest double (a row spanning -1e308 .. 1e308), and an infinite D would give r = 0. Halving
+  // a subnormal rounds to nearest (0.5 * 2^-1074 is 0): one subnormal step up covers both halvings
+  // (issue 42: the width of (-2^-1074, 2^-1074) became 0 and a sound Welford kernel failed).
+  const double half_width = (0.5 * hi - 0.5 * lo) * (1 + 0x1p-52) + kEvalEta;
   const double width = 2 * half_width;
   env.valid = true;
   if (m.stats == StatsModel::welford) {
@@ -87,8 +89,8 @@ double shifted_radius(double z_hat, double gamma, double beta, const Units& u) {
   const double t = product_hat(z_hat, std::fabs(gamma), u);  // fl(z_hat gamma)
   const double b = std::fabs(beta);
   // |fl(t_hat + beta) - beta| <= t + u (t + |beta|), then the store.
-  const double store = u.store_rounds ? u.us * (1 + u.ua) * (t + b) + u.eta_s : 0.0;
-  return (t + u.ua * (t + b) + store) * kEvaluationSlack;
+  const double store = u.store_rounds ? mul_up(u.us * (1 + u.ua), t + b) + u.eta_s : 0.0;
+  return (t + mul_up(u.ua, t + b) + store) * kEvaluationSlack;
 }
 
 void backward_dx_hats(const double* g, const double* z, int64_t n, double r, bool rms, const Units& u, double* out) {
@@ -109,6 +111,36 @@ void backward_dx_hats(const double* g, const double* z, int64_t n, double r, boo
 
 double eps_reciprocal_hat(double eps_hat, const Units& u) {
   return eps_hat > 0 ? reciprocal_upper(1.0, 0.0, 0.0, eps_hat, u) : kInf;
+}
+
+double reciprocal_low(double v_up, double eps_hat, const Units& u) {
+  if (!std::isfinite(v_up) || variance_plus_eps_overflows(v_up, 0.0, eps_hat, u)) return 0.0;
+  // fl(v_hat + eps_hat) <= (v_up + eps_hat)(1 + u); the square root and the division (rsqrt beyond
+  // the argument's error) lower it by at most (1 - rsqrt); the factors 1 -+ 2^-50 cover this evaluation.
+  // w is finite (the test above); the factor 1 + u under the root is applied outside it, so that an eps
+  // at the largest double does not overflow here.
+  const double w = v_up * (1 + 0x1p-52) + eps_hat;
+  return std::max(0.0, (1 - u.rsqrt) * (1 - 0x1p-50) / (std::sqrt(w) * std::sqrt((1 + u.ua) * (1 + 0x1p-50))));
+}
+
+Envelope signed_forward_envelope(double sign, double z_low, double gamma, double beta, bool shifted, const Units& u,
+                                 const Envelope& structural) {
+  Envelope e = structural;
+  if (!(structural.radius < kInf)) return e;
+  if (gamma == 0) {  // fl(z_hat 0) = 0, fl(0 + beta) = beta, stored exactly
+    e.lower = e.upper = beta;
+    return e;
+  }
+  const double t_low = z_low > 0 ? mul_down(z_low, gamma) * (1 - u.ua) - u.eta_a : 0.0;  // |fl(z_hat gamma)| >= this
+  if (!(t_low > 0) || !(sign != 0)) return e;
+  const double s = sign * (gamma < 0 ? -1 : 1);  // the sign of t_hat
+  // The sum with beta and the store move the output toward beta by at most u |.| each, and eta_s.
+  const double drift = (shifted ? u.ua : 0.0) + (u.store_rounds ? u.us * (1 + u.ua) : 0.0) + 0x1p-51;
+  const double near = beta + s * t_low;  // the output's limit on beta's side
+  const double limit = near - s * (std::fabs(near) * drift + (u.store_rounds ? u.eta_s : 0.0) + kEvalEta);
+  if (s > 0) e.lower = limit;
+  else e.upper = limit;
+  return e;
 }
 
 }  // namespace normcheck::bounds_detail

@@ -50,9 +50,11 @@ void group_as_row(const GroupedNormCase& c, const oracle::GroupedNormLayout& l, 
   rref.rstd_rad = {ref.rstd_rad[g]};
 }
 
-/// An oracle statistic as a pair: |exact| <= upper, computed error e, |computed| <= hat.
-Em statistic(double mid, double rad, double e, double hat) {
-  return {(std::fabs(mid) + rad) * (1 + kRel), e, !std::isfinite(e), hat};
+/// An oracle statistic as a pair: |exact| <= upper, computed error e, |computed| <= hat; `over`
+/// when the channel's statistics pass may overflow (its row regime; issue 42: the running mean of
+/// (2^127, 2^127) in f32 was +inf against a finite bound).
+Em statistic(double mid, double rad, double e, double hat, bool over) {
+  return {(std::fabs(mid) + rad) * (1 + kRel), e, over || !std::isfinite(e), hat};
 }
 
 /// Upper bounds of the kernel's computed two-pass mean and variance of a group whose entries have
@@ -82,14 +84,15 @@ void running_stats_bound(const GroupedNormCase& c, const oracle::CertifiedGroupe
   out.running_var = sized_tensor_bound(ref.running_var.size());
   for (size_t ch = 0; ch < ref.running_mean.size(); ++ch) {
     const RowError& r = rows[ch];
-    const Em mean = statistic(ref.mean[ch], ref.mean_rad[ch], r.e_mu, hats[ch].mean);
+    const bool over = (r.regime & kRegimeOverflow) != 0;
+    const Em mean = statistic(ref.mean[ch], ref.mean_rad[ch], r.e_mu, hats[ch].mean, over);
     const Em rm = a.add(a.mul(keep_pair, EmArith::exact(c.running_mean[ch])), a.mul(mom_pair, mean));
     finish_element(out.running_mean, ch, rm, ref.running_mean[ch], a);
     const int64_t n = counts[ch];
     const double unbias_exact = n > 1 ? static_cast<double>(n) / static_cast<double>(n - 1) : 1.0;
     const double unbias_err = n > 1 ? unbias_exact * (1 + kRel) * division_error(n - 1, a.u) + a.u.eta_a : 0.0;
     const Em unbias{unbias_exact * (1 + kRel), unbias_err, false, unbias_exact * (1 + kRel) + unbias_err};
-    const Em var = statistic(ref.var[ch], ref.var_rad[ch], r.e_v, hats[ch].var);
+    const Em var = statistic(ref.var[ch], ref.var_rad[ch], r.e_v, hats[ch].var, over);
     const Em rv = a.add(a.mul(keep_pair, EmArith::exact(c.running_var[ch])), a.mul(mom_pair, a.mul(var, unbias)));
     finish_element(out.running_var, ch, rv, ref.running_var[ch], a);
   }
@@ -103,11 +106,11 @@ void inference_bound(const GroupedNormCase& c, const oracle::GroupedNormLayout& 
   for (int64_t ch = 0; ch < l.params; ++ch) {
     const double v = c.running_var[ch];
     const double delta = rstd_relative_error(v, v, 0.0, c.eps, a.u);
-    const double upper = 1 / std::hypot(std::sqrt(v), std::sqrt(c.eps)) * (1 + 0x1p-50);  // no overflow of v + eps
+    const double upper = quotient_up(1, std::hypot(std::sqrt(v), std::sqrt(c.eps))) * (1 + 0x1p-50);  // no overflow of v + eps
     const bool over = variance_plus_eps_overflows(v, 0.0, eps_hat, a.u);
     // r_hat <= (1 + u)(1 - u)^(-3/2) / sqrt(v + eps_hat) (section 15.1 with v_hat = v exact).
     const double hat = eps_hat > 0 || v > 0 ? reciprocal_root_of_sum(std::sqrt(v), std::sqrt(eps_hat), a.u) : kInf;
-    r[ch] = {upper, upper * delta, !(delta < kInf) || over, hat};
+    r[ch] = {upper, mul_up(upper, delta), !(delta < kInf) || over, hat};
   }
   for (size_t e = 0; e < c.x.size(); ++e) {
     const int64_t ch = l.param_of[e];
@@ -156,6 +159,7 @@ GroupedBound grouped_norm_bound(const GroupedNormCase& c, const oracle::GroupedN
       out.y.regime[e] = fwd.regime[i];
       out.y.env_center[e] = fwd.env_center[i];
       out.y.env_radius[e] = fwd.env_radius[i];
+      if (!fwd.env_lower.empty()) out.y.set_limits(static_cast<size_t>(e), fwd.env_lower[i], fwd.env_upper[i]);
       if (!with_vjp) continue;
       out.dx.bound[e] = bwd.dx.bound[i];
       out.dx.regime[e] = bwd.dx.regime[i];
@@ -174,9 +178,15 @@ GroupedBound grouped_norm_bound(const GroupedNormCase& c, const oracle::GroupedN
     for (int64_t ch = 0; ch < l.params; ++ch) {
       const double sum_gamma = gamma_k(static_cast<double>(per_channel[ch] - 1), u.ua);
       const int64_t terms = per_channel[ch];
-      finish_element(out.dgamma, ch, {dg_mag[ch], dg_err[ch] + sum_gamma * dg_mag[ch], !std::isfinite(dg_err[ch]), sum_hat(dg_hat[ch], terms, u)},
+      // The kernel's partial sums over the channel's entries exceed the exact magnitudes by at most
+      // (1 + u)^terms: they may overflow the accumulator (issue 42: dbeta of dy = +-2^127 in f32 was
+      // +inf against exact 0 and a finite bound).
+      const double partial = growth(static_cast<double>(terms), u.ua);
+      const bool g_over = !std::isfinite(dg_err[ch]) || !(dg_mag[ch] * partial < u.max_a);
+      const bool b_over = !(db_mag[ch] * partial < u.max_a);
+      finish_element(out.dgamma, ch, {dg_mag[ch], dg_err[ch] + mul_up(sum_gamma, dg_mag[ch]), g_over, sum_hat(dg_hat[ch], terms, u)},
              ref.dgamma[ch], a);
-      if (l.centred) finish_element(out.dbeta, ch, {db_mag[ch], sum_gamma * db_mag[ch], false, sum_hat(db_mag[ch], terms, u)}, ref.dbeta[ch], a);
+      if (l.centred) finish_element(out.dbeta, ch, {db_mag[ch], mul_up(sum_gamma, db_mag[ch]), b_over, sum_hat(db_mag[ch], terms, u)}, ref.dbeta[ch], a);
     }
   }
   if (l.batch_norm) {

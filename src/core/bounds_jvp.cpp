@@ -27,6 +27,14 @@ LayerNormCase unit_case(const LayerNormCase& c, const LayerNormTangents& t, DTyp
   return unit;
 }
 
+/// The envelope of du = fl_s(fl(A_hat + tbeta)), |A_hat| <= a_hat (A = fl(q gamma) + fl(z tgamma)):
+/// centred on the exact tangent term tbeta, as LayerNorm y is on beta (section 17.2; issue 42: the
+/// JVPs had no envelope, so a kernel dropping tbeta where the bound is void passed).
+void set_jvp_envelope(TensorBound& out, size_t k, double a_hat, double tbeta, const Units& u) {
+  out.env_center[k] = tbeta;
+  out.env_radius[k] = std::isfinite(a_hat) ? shifted_radius(a_hat, 1.0, tbeta, u) : kInf;
+}
+
 }  // namespace
 
 TensorBound layernorm_jvp_bound(const LayerNormCase& c, const LayerNormTangents& t,
@@ -41,14 +49,17 @@ TensorBound layernorm_jvp_bound(const LayerNormCase& c, const LayerNormTangents&
   TensorBound out = sized_tensor_bound(c.x.size());
   for (int64_t i = 0; i < c.rows; ++i) {
     const RowError row = row_error(unit, q_ref, i, mq, uq);
+    const RowEnvelope env = row_envelope(unit, i, mq, uq);  // |z_hat| <= env.z
     for (int64_t j = 0; j < c.n; ++j) {
       const size_t k = static_cast<size_t>(i * c.n + j);
       const double qb = q.dx.bound[k];
-      const Em qe{upper_abs(q_ref.dx[k]), qb, !std::isfinite(qb) || (q.dx.regime[k] & kRegimeOverflow), kInf};
-      const Em ze{row.d_abs[j] * row.rstd, normalized_error(row, j, uq), (row.regime & kRegimeOverflow) != 0, kInf};
-      const Em du = a.add(a.add(a.mul(qe, EmArith::exact(c.gamma[j])), a.mul(ze, EmArith::exact(t.dgamma[j]))),
-                          EmArith::exact(t.dbeta[j]));
-      finish_element(out, k, du, ref.du[k], a);
+      // hat: q's envelope (the backward dx's, section 15.2) and z_hat's (15.1).
+      const Em qe{upper_abs(q_ref.dx[k]), qb, !std::isfinite(qb) || (q.dx.regime[k] & kRegimeOverflow), q.dx.env_radius[k]};
+      const Em ze{mul_up(row.d_abs[j], row.rstd), normalized_error(row, j, uq), (row.regime & kRegimeOverflow) != 0,
+                  env.valid ? env.z[j] : kInf};
+      const Em sum = a.add(a.mul(qe, EmArith::exact(c.gamma[j])), a.mul(ze, EmArith::exact(t.dgamma[j])));
+      finish_element(out, k, a.add(sum, EmArith::exact(t.dbeta[j])), ref.du[k], a);
+      set_jvp_envelope(out, k, sum.hat, t.dbeta[j], a.u);
       out.regime[k] |= q.dx.regime[k] | row.regime;
     }
   }
@@ -73,11 +84,12 @@ TensorBound rmsnorm_jvp_bound(const LayerNormCase& c, const LayerNormTangents& t
   TensorBound out = sized_tensor_bound(c.x.size());
   for (int64_t i = 0; i < c.rows; ++i) {
     const RmsRow row = rms_row(unit, q_ref, i, mq, uq, ru);
+    const RowEnvelope env = row_envelope(unit, i, mq, uq);  // |z_hat| <= env.z
     for (int64_t j = 0; j < c.n; ++j) {
       const size_t k = static_cast<size_t>(i * c.n + j);
       const double qb = q.dx.bound[k], xa = std::fabs(c.x[k]);
-      const Em qe{upper_abs(q_ref.dx[k]), qb, !std::isfinite(qb) || (q.dx.regime[k] & kRegimeOverflow), kInf};
-      const Em ze{xa * row.rstd, rms_z_error(xa, row, ru), (row.regime & kRegimeOverflow) != 0, kInf};
+      const Em qe{upper_abs(q_ref.dx[k]), qb, !std::isfinite(qb) || (q.dx.regime[k] & kRegimeOverflow), q.dx.env_radius[k]};
+      const Em ze{mul_up(xa, row.rstd), rms_z_error(xa, row, ru), (row.regime & kRegimeOverflow) != 0, env.valid ? env.z[j] : kInf};
       const Em du = a.add(a.mul(qe, EmArith::exact(c.gamma[j])), a.mul(ze, EmArith::exact(t.dgamma[j])));
       finish_element(out, k, du, ref.du[k], a);
       out.regime[k] |= q.dx.regime[k] | row.regime;

@@ -2,6 +2,7 @@
 /// Internal pieces shared by the bound formulas (bounds_stats.cpp, bounds.cpp, regimes.cpp).
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -18,6 +19,38 @@ inline constexpr double kEvaluationSlack = 1.0 + 1e-6;
 inline constexpr double kRel = 0x1p-50;
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 
+/// Absolute error of one rounding of a double evaluation that underflows (at most half of this):
+/// the allowance the bounds add for each product or quotient they evaluate in double to stand for an
+/// exact value (signed, cancelling sums), where the relative 2^-53 allowances say nothing.
+inline constexpr double kEvalEta = std::numeric_limits<double>::denorm_min();
+
+/// The product of magnitudes with exact exponents: m 2^e rounded up (below the normal range) or to
+/// +inf (beyond it); the slow path of product_up.
+double product_up_exact(std::initializer_list<double> factors);
+
+/// An upper bound of |a_1| ... |a_k| that no underflow or overflow of its own evaluation can make
+/// smaller (issue 42; docs/bounds.md section 1.4): the plain product where every partial product
+/// stays in the normal range (its k - 1 relative roundings are the evaluation slack's), else the
+/// product with exponents added exactly and rounded up. Where a partial product underflowed, the
+/// plain product times a later large factor would lose that factor times the rounding's absolute
+/// error. A zero factor gives 0 unless another is infinite (void: +inf); NaN stays NaN.
+inline double product_up(std::initializer_list<double> factors) {
+  double p = 1;
+  bool normal = true;
+  for (const double f : factors) {
+    p *= std::fabs(f);
+    normal &= (p >= 0x1p-1022) & (p <= std::numeric_limits<double>::max());
+  }
+  return normal ? p : product_up_exact(factors);
+}
+
+/// |a| |b|, rounded up as product_up.
+inline double mul_up(double a, double b) { return product_up({a, b}); }
+
+/// |a| / b for a positive lower bound b of a denominator, rounded up as product_up (a quotient below
+/// the normal range is rounded up, one beyond it is +inf).
+double quotient_up(double a, double b);
+
 struct Units {
   double us, ua;        ///< unit roundoffs of storage and accumulator
   double eta_s, eta_a;  ///< half the subnormal spacing: absolute error of a rounding in underflow
@@ -25,14 +58,31 @@ struct Units {
   double max_a;         ///< largest finite accumulator value
   double rsqrt;         ///< relative error of 1/sqrt beyond its argument's error
   SumOrder order;
+  /// Smallest normal of the accumulator: a sum or difference below it is exact (gradual underflow);
+  /// 0 claims nothing.
+  double min_normal_a = 0;
+  /// The accumulator's overflow threshold: a rounded result is +-inf exactly when the exact one
+  /// reaches it (the largest finite value plus half its ULP; +inf for f64, whose threshold double
+  /// cannot hold: there a double sum of upper bounds overflows exactly when the accumulator's would).
+  /// 0: unknown, the largest finite value stands for it.
+  double overflow_a = 0;
 };
+
+/// The accumulator's overflow threshold (Units::overflow_a, or its largest finite value).
+inline double overflow_threshold(const Units& u) { return u.overflow_a > 0 ? u.overflow_a : u.max_a; }
+
+/// The relative part u |v| of one rounding's error in the accumulator for a result of magnitude at
+/// most v: 0 when v is below the accumulator's smallest normal, where a sum or difference is exact
+/// and a product or quotient is off by at most eta_a / 2, which the eta_a term that goes with every
+/// rounding in the formulas carries (rounding u |v| up to a subnormal would add a whole 2^-1074).
+inline double relative_rounding(double v, const Units& u) { return v < u.min_normal_a ? 0.0 : mul_up(u.ua, v); }
 
 /// (1+u)(1-u)^(-3/2) / sqrt(p + q) for p = root_p^2, q = root_q^2 >= 0: the computed reciprocal
 /// square root of a rounded sum of p and q, bounded above (section 15.1). hypot forms p + q without
 /// overflow: where fl(p + q) overflows the kernel's r_hat is 0, the exact value and a wider kernel's
 /// are not.
 inline double reciprocal_root_of_sum(double root_p, double root_q, const Units& u) {
-  return (1 + u.ua) / std::pow(1 - u.ua, 1.5) / std::hypot(root_p, root_q) * kEvaluationSlack;
+  return quotient_up((1 + u.ua) / std::pow(1 - u.ua, 1.5), std::hypot(root_p, root_q)) * kEvaluationSlack;
 }
 
 Units units_of(const BoundModel& m);
@@ -83,7 +133,7 @@ double rstd_relative_error_stored(double v, double v_low, double e_v, double eps
 /// Error bound of a value stored in the storage dtype: err + u_s (mag + err) + eta_s when the store
 /// rounds, else err (the store rule of section 11.1).
 inline double stored_error(double mag, double err, const Units& u) {
-  return u.store_rounds ? err + u.us * (mag + err) + u.eta_s : err;
+  return u.store_rounds ? err + mul_up(u.us, mag + err) + u.eta_s : err;
 }
 
 RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t row,
@@ -91,8 +141,8 @@ RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref
 
 /// |z_hat - z| for z_hat = fl(d_hat * r_hat).
 inline double normalized_error(const RowError& r, int64_t j, const Units& u) {
-  const double z = r.d_abs[j] * r.rstd;
-  return r.rstd * (r.d_abs[j] * r.delta_r + r.e_d[j] * (1 + r.delta_r)) * (1 + u.ua) + u.ua * z + u.eta_a;
+  return (product_up({r.rstd, r.d_abs[j], r.delta_r}) + product_up({r.rstd, r.e_d[j], 1 + r.delta_r})) * (1 + u.ua) +
+         relative_rounding(mul_up(r.d_abs[j], r.rstd), u) + u.eta_a;
 }
 
 /// Upper bound of |oracle value| from its double-double and certified radius.
@@ -104,7 +154,7 @@ inline double upper_abs(const CertifiedValue& v) {
 /// Adds the Accum -> Storage store rounding to an accumulated-value error bound.
 inline double with_store(double exact_abs, double err, const Units& u) {
   if (std::isnan(err)) return kInf;  // 0 * inf: void bound
-  const double stored = u.store_rounds ? err + u.us * (exact_abs + err) + u.eta_s : err;
+  const double stored = u.store_rounds ? err + mul_up(u.us, exact_abs + err) + u.eta_s : err;
   return stored * kEvaluationSlack;
 }
 
@@ -136,6 +186,7 @@ struct RmsUnits {
 struct RmsRow {
   double delta_r = 0, rstd = 0;
   uint8_t regime = 0;
+  double ms = 0, e_ms = 0;  ///< upper bound of the exact mean of squares, and |ms_hat - ms|
 };
 
 /// The RMSNorm variant's arithmetic (its RmsFlags) on top of the accumulator units.
@@ -147,7 +198,7 @@ RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, in
 
 /// |z_hat - x r| for z_hat = fl(x r_hat) (with the xr rounding when the variant has it).
 inline double rms_z_error(double x_abs, const RmsRow& row, const RmsUnits& ru) {
-  return x_abs * row.rstd * (compose(row.delta_r, ru.u_xr)) + ru.eta_xr;
+  return product_up({x_abs, row.rstd, compose(row.delta_r, ru.u_xr)}) + ru.eta_xr;
 }
 
 /// What the envelope of docs/bounds.md section 15 knows of one row of a kernel with statistics
@@ -178,8 +229,25 @@ void backward_dx_hats(const double* g, const double* z, int64_t n, double r, boo
 /// r_hat <= this whatever the computed variance (>= 0): the eps floor (section 15.1); +inf when eps_hat = 0.
 double eps_reciprocal_hat(double eps_hat, const Units& u);
 
+/// A lower bound of the kernel's r_hat = fl(1 / fl(sqrt(fl(v_hat + eps_hat)))) from v_hat <= v_up
+/// (section 15.7); 0 when v_up is void or fl(v_hat + eps_hat) may overflow (then r_hat may be 0).
+double reciprocal_low(double v_up, double eps_hat, const Units& u);
+
+/// The structural envelope (section 15.2) of a forward output y = st(fl(fl(z_hat gamma) + beta))
+/// (RMSNorm: beta = 0, no sum) with the limit that the sign of z_hat fixes (section 15.7):
+/// |z_hat| >= z_low > 0 with the sign of `sign`; with gamma = 0 the output is beta exactly.
+Envelope signed_forward_envelope(double sign, double z_low, double gamma, double beta, bool shifted, const Units& u,
+                                 const Envelope& structural);
+
+/// A lower bound of |a| |b| that no underflow can make larger (the rounding to nearest of a product
+/// below the normal range may round up).
+inline double mul_down(double a, double b) {
+  const double p = std::fabs(a) * std::fabs(b);
+  return p >= 0x1p-1022 ? p * (1 - 0x1p-52) : std::max(0.0, p - kEvalEta);
+}
+
 /// Upper bound of |fl(a_hat b_hat)| from |a_hat| <= a, |b_hat| <= b (u a ab + eta).
-inline double product_hat(double a, double b, const Units& u) { return a * b * (1 + u.ua) + u.eta_a; }
+inline double product_hat(double a, double b, const Units& u) { return mul_up(a, b) * (1 + u.ua) + u.eta_a; }
 
 /// Upper bound of |fl(sum of n terms)| in any order from the sum of the terms' magnitudes.
 double sum_hat(double sum_abs, int64_t n, const Units& u);

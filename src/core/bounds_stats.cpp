@@ -21,8 +21,9 @@ double sum_abs(const double* x, int64_t n) {
 /// |mu_hat - mu| for mu_hat = fl(sum x) / n (two-pass and one-pass).
 double mean_error_summed(const double* x, int64_t n, const Units& u) {
   const double s1 = sum_abs(x, n);
+  if (s1 < u.min_normal_a) return u.eta_a;  // every partial sum is exact: only the division rounds
   const double g = sum_gamma(n, u);
-  return compose(g, division_error(n, u)) * s1 / static_cast<double>(n) + u.eta_a;
+  return quotient_up(mul_up(compose(g, division_error(n, u)), s1), static_cast<double>(n)) + u.eta_a;
 }
 
 /// Welford's running mean: the first step is exact; each later step rounds the difference, the
@@ -38,21 +39,21 @@ double mean_error_welford(const double* x, int64_t n, const Units& u) {
   const double quotient = k_exact ? 2 * u.ua + u.ua * u.ua : 3 * u.ua + 3 * u.ua * u.ua;
   const double c = (static_cast<double>(n - 1) * u.ua + 2.0 * quotient * (harmonic - 1.0)) * (1 + kRel);
   if (c >= 1 - 0x1p-20) return kInf;
-  return (c * m + static_cast<double>(n) * u.eta_a) / (1 - c);
+  return quotient_up(mul_up(c, m) + static_cast<double>(n) * u.eta_a, 1 - c);
 }
 
 /// Two-pass: sum_j d_j = 0 exactly, so the mean error enters v only at second order.
 double variance_error_two_pass(const RowError& r, int64_t n, const Units& u) {
   double lin = 0, quad = 0;
   for (int64_t j = 0; j < n; ++j) {
-    lin += 2 * r.d_abs[j] * u.ua * (r.d_abs[j] + r.e_mu);
-    quad += r.e_d[j] * r.e_d[j];
+    lin += product_up({2 * r.d_abs[j], u.ua, r.d_abs[j] + r.e_mu});
+    quad += mul_up(r.e_d[j], r.e_d[j]);
   }
   const double nn = static_cast<double>(n);
-  const double e2 = (lin + quad) / nn;
+  const double e2 = quotient_up(lin + quad, nn);
   // n rounded squares, the sum's additions, one division.
   const double g = compose(compose(sum_gamma(n, u), u.ua), division_error(n, u));
-  return e2 + g * (r.v + e2) + u.eta_a * std::max(nn, 3.0);
+  return e2 + mul_up(g, r.v + e2) + u.eta_a * std::max(nn, 3.0);
 }
 
 /// Welford: M2 = sum_k (x_k - m_{k-1})(x_k - m_k) with running means m_k. The running means are
@@ -62,16 +63,17 @@ double variance_error_welford(const double* x, int64_t n, double e_mu, const Uni
   for (int64_t k = 0; k < n; ++k) max_abs = std::max(max_abs, std::fabs(x[k]));
   for (int64_t k = 0; k < n; ++k) {
     const double m_k = m_prev + (x[k] - m_prev) / static_cast<double>(k + 1);
-    const double slack = 3.0 * static_cast<double>(k + 2) * 0x1p-53 * max_abs;
+    // The recomputed means' relative error, plus k + 2 subnormal steps for their underflows.
+    const double slack = mul_up(3.0 * static_cast<double>(k + 2) * 0x1p-53, max_abs) + static_cast<double>(k + 2) * kEvalEta;
     const double a = std::fabs(x[k] - m_prev) * (1 + 0x1p-52) + slack;
     const double b = std::fabs(x[k] - m_k) * (1 + 0x1p-52) + slack;
-    const double ea = e_mu + u.ua * (a + e_mu), eb = e_mu + u.ua * (b + e_mu);
-    acc += a * eb + b * ea + ea * eb + u.ua * (a + ea) * (b + eb);
-    mag += (a + ea) * (b + eb);
+    const double ea = e_mu + mul_up(u.ua, a + e_mu), eb = e_mu + mul_up(u.ua, b + e_mu);
+    acc += mul_up(a, eb) + mul_up(b, ea) + mul_up(ea, eb) + product_up({u.ua, a + ea, b + eb});
+    mag += mul_up(a + ea, b + eb);
     m_prev = m_k;
   }
   const double nn = static_cast<double>(n);
-  return (acc + compose(gamma_k(nn, u.ua), division_error(n, u)) * mag) / nn + u.eta_a * nn;
+  return quotient_up(acc + mul_up(compose(gamma_k(nn, u.ua), division_error(n, u)), mag), nn) + u.eta_a * nn;
 }
 
 /// Op by op: a stored square st(d_hat^2), the stored v_hat + eps_hat or r_hat may reach the storage
@@ -96,48 +98,91 @@ double variance_error_op_by_op(const RowError& r, int64_t n, const Units& u) {
   const double u_twice = compose(u.ua, u_st);
   double lin = 0, quad = 0;
   for (int64_t j = 0; j < n; ++j) {
-    lin += 2 * r.d_abs[j] * (u_twice * (r.d_abs[j] + r.e_mu) + eta_st);
-    quad += r.e_d[j] * r.e_d[j];
+    lin += mul_up(2 * r.d_abs[j], mul_up(u_twice, r.d_abs[j] + r.e_mu) + eta_st);
+    quad += mul_up(r.e_d[j], r.e_d[j]);
   }
   const double nn = static_cast<double>(n);
-  const double e2 = (lin + quad) / nn;
+  const double e2 = quotient_up(lin + quad, nn);
   // the squares (two roundings), the sum's additions, one division, the store of v.
   const double g = compose(compose(compose(sum_gamma(n, u), u_twice), division_error(n, u)), u_st);
-  return e2 + g * (r.v + e2) + 3 * (1 + g) * (u.eta_a + eta_st);
+  return e2 + mul_up(g, r.v + e2) + 3 * (1 + g) * (u.eta_a + eta_st);
 }
 
 /// One-pass: v_hat = fl(fl(sum x^2)/n - fl(mu_hat^2)); the subtraction cancels n mu^2 / S-fold.
 double variance_error_one_pass(const double* x, int64_t n, double mu_abs, const RowError& r, const Units& u) {
   double s2 = 0;
-  for (int64_t j = 0; j < n; ++j) s2 += x[j] * x[j];
+  for (int64_t j = 0; j < n; ++j) s2 += mul_up(x[j], x[j]);
   const double nn = static_cast<double>(n);
-  const double e_q = compose(compose(sum_gamma(n, u), u.ua), division_error(n, u)) * s2 / nn + u.eta_a * nn;
-  const double e_msq = (2 * mu_abs * r.e_mu + r.e_mu * r.e_mu) * (1 + u.ua) + u.ua * mu_abs * mu_abs + u.eta_a;
-  return e_q + e_msq + u.ua * (r.v + e_q + e_msq);
+  const double e_q = quotient_up(mul_up(compose(compose(sum_gamma(n, u), u.ua), division_error(n, u)), s2), nn) + u.eta_a * nn;
+  const double e_msq = (mul_up(2 * mu_abs, r.e_mu) + mul_up(r.e_mu, r.e_mu)) * (1 + u.ua) + product_up({u.ua, mu_abs, mu_abs}) + u.eta_a;
+  return e_q + e_msq + mul_up(u.ua, r.v + e_q + e_msq);
 }
 
 }  // namespace
+
+namespace {
+
+/// m 2^e for m in [1/2, 2), rounded up: exact in the normal range; below it ldexp rounds to
+/// nearest, so one subnormal step up unless that rounding was exact or upward (scaling the result
+/// back up is exact); the smallest subnormal below the subnormal range, +inf beyond the range.
+double scaled_up(double m, int64_t e) {
+  if (e > 1025) return kInf;
+  if (e < -1074) return std::numeric_limits<double>::denorm_min();
+  const double p = std::ldexp(m, static_cast<int>(e));
+  return p >= 0x1p-1022 || std::ldexp(p, static_cast<int>(-e)) >= m ? p : std::nextafter(p, kInf);
+}
+
+}  // namespace
+
+double product_up_exact(std::initializer_list<double> factors) {
+  double m = 1;
+  int64_t e = 0;
+  bool zero = false, infinite = false;
+  for (const double f : factors) {
+    const double a = std::fabs(f);
+    if (std::isnan(a)) return a;
+    if (a == 0) zero = true;
+    else if (std::isinf(a)) infinite = true;
+    else {
+      int ef = 0, em = 0;
+      m = std::frexp(m * std::frexp(a, &ef), &em);  // m in [1/2, 1): the product of two such never underflows
+      e += ef + em;
+    }
+  }
+  if (infinite) return kInf;  // 0 * inf: a void term
+  return zero ? 0.0 : scaled_up(m, e);
+}
+
+double quotient_up(double a, double b) {
+  const double q = std::fabs(a) / b;
+  if (a == 0 || (q >= 0x1p-1022 && q <= std::numeric_limits<double>::max())) return q;
+  if (!(b > 0) || std::isnan(q)) return kInf;  // no positive lower bound: void
+  if (std::isinf(a) || std::isinf(b)) return q;
+  int ea = 0, eb = 0;
+  const double ma = std::frexp(std::fabs(a), &ea), mb = std::frexp(b, &eb);
+  return scaled_up(ma / mb, static_cast<int64_t>(ea) - eb);  // ma / mb in (1/2, 2), rounded: the slack's
+}
 
 /// Relative error of r_hat = 1 / sqrt(fl(v_hat + eps_hat)) (section 2.3). delta is rounded up
 /// (factor 1 + 2^-50) and treated as void within 2^-20 of 1, where (1 - delta)^-1.5 would amplify
 /// the evaluation's own rounding beyond the slack.
 double rstd_relative_error(double v, double v_low, double e_v, double eps, const Units& u) {
   const double w = (v + eps) * (1 + kRel), w_low = (v_low + eps) * (1 - kRel);
-  const double e_w = e_v + u.ua * eps + 2 * u.eta_a + u.ua * (w + e_v + u.ua * eps + u.eta_a);
-  const double delta = e_w / w_low * (1 + kRel);
+  const double e_w = e_v + mul_up(u.ua, eps) + 2 * u.eta_a + mul_up(u.ua, w + e_v + mul_up(u.ua, eps) + u.eta_a);
+  const double delta = quotient_up(e_w, w_low) * (1 + kRel);
   if (!(delta < 1 - 0x1p-20)) return kInf;
-  const double a = delta / (2 * std::pow(1 - delta, 1.5));
+  const double a = quotient_up(delta, 2 * std::pow(1 - delta, 1.5));
   return a + (1 + a) * u.rsqrt;
 }
 
 double rstd_relative_error_stored(double v, double v_low, double e_v, double eps, const Units& u) {
   const double u_st = u.store_rounds ? u.us : 0, eta_st = u.store_rounds ? u.eta_s : 0;
   const double w = (v + eps) * (1 + kRel), w_low = (v_low + eps) * (1 - kRel);
-  const double e_sum = e_v + u.ua * eps + 2 * u.eta_a + u.ua * (w + e_v + u.ua * eps + u.eta_a);
-  const double e_w = e_sum + u_st * (w + e_sum) + eta_st;  // ve = st(fl(v_hat + eps_hat))
-  const double delta = e_w / w_low * (1 + kRel);
+  const double e_sum = e_v + mul_up(u.ua, eps) + 2 * u.eta_a + mul_up(u.ua, w + e_v + mul_up(u.ua, eps) + u.eta_a);
+  const double e_w = e_sum + mul_up(u_st, w + e_sum) + eta_st;  // ve = st(fl(v_hat + eps_hat))
+  const double delta = quotient_up(e_w, w_low) * (1 + kRel);
   if (!(delta < 1 - 0x1p-20)) return kInf;
-  const double a = delta / (2 * std::pow(1 - delta, 1.5));
+  const double a = quotient_up(delta, 2 * std::pow(1 - delta, 1.5));
   return compose(a + (1 + a) * u.rsqrt, u_st);  // r = st(1 / sqrt(ve)): r >= 1/sqrt(max) is normal
 }
 
@@ -145,8 +190,10 @@ Units units_of(const BoundModel& m) {
   const DTypeInfo& s = dtype_info(m.storage);
   const DTypeInfo& a = dtype_info(m.accum);
   const double rsqrt = m.rsqrt_error >= 0 ? m.rsqrt_error : 2 * a.unit_roundoff / (1 - a.unit_roundoff);
+  // Round to nearest overflows at max + ulp(max) / 2: exact in double for the narrower accumulators.
+  const double threshold = m.accum == DType::f64 ? kInf : a.max_finite + 0.5 * ulp_at(a.max_finite, *a.format);
   return {s.unit_roundoff, a.unit_roundoff, half_spacing(s), half_spacing(a), m.storage != m.accum,
-          a.max_finite,    rsqrt,           m.order};
+          a.max_finite,    rsqrt,           m.order,         a.min_normal,    threshold};
 }
 
 double sum_gamma(int64_t terms, const Units& u) {
@@ -174,15 +221,16 @@ RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref
   r.rstd = (ref.rstd[i] + ref.rstd_rad[i]) * (1 + kRel);
   r.e_mu = m.stats == StatsModel::welford ? mean_error_welford(x, c.n, u) : mean_error_summed(x, c.n, u);
   const bool op_by_op = m.stats == StatsModel::op_by_op;  // mu_hat and every d_hat stored (section 4.5)
-  if (op_by_op) r.e_mu = stored_error(std::fabs(mu) + ref.mean_rad[i] * (1 + kRel) + kRel * std::fabs(mu), r.e_mu, u);
+  if (op_by_op) r.e_mu = stored_error(std::fabs(mu) + ref.mean_rad[i] * (1 + kRel) + mul_up(kRel, mu), r.e_mu, u);
   r.d.resize(static_cast<size_t>(c.n));
   r.d_abs.resize(static_cast<size_t>(c.n));
   r.e_d.resize(static_cast<size_t>(c.n));
   for (int64_t j = 0; j < c.n; ++j) {
-    r.d[j] = x[j] - mu;
-    // |x - mu_exact| <= |fl(x - mu)| (1 + 2^-52) + |mu - mu_exact| (certified radius) + margin.
-    r.d_abs[j] = std::fabs(r.d[j]) * (1 + 0x1p-52) + ref.mean_rad[i] * (1 + kRel) + kRel * std::fabs(mu);
-    r.e_d[j] = r.e_mu + u.ua * (r.d_abs[j] + r.e_mu);
+    r.d[j] = x[j] - mu;  // exact where it is subnormal (gradual underflow)
+    // |x - mu_exact| <= |fl(x - mu)| (1 + 2^-52) + |mu - mu_exact| (certified radius).
+    // No margin on |mu| (issue 42): with it, n = 1 and constant rows of large |x| had void bounds.
+    r.d_abs[j] = std::fabs(r.d[j]) * (1 + 0x1p-52) + ref.mean_rad[i] * (1 + kRel);
+    r.e_d[j] = r.e_mu + relative_rounding(r.d_abs[j] + r.e_mu, u);  // d_hat = fl(x - mu_hat): exact below the normal range
     if (op_by_op) r.e_d[j] = stored_error(r.d_abs[j], r.e_d[j], u);
   }
   switch (m.stats) {

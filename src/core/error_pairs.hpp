@@ -29,23 +29,24 @@ struct EmArith {
   static Em exact(double v) { return {std::fabs(v), 0, false, std::fabs(v)}; }
 
   Em mul(const Em& a, const Em& b) const {
-    const double mag = a.mag * b.mag, e = a.mag * b.err + a.err * b.mag + a.err * b.err;
-    const double err = e + u.ua * (mag + e) + u.eta_a;
+    // Products rounded up where they underflow (product_up): a pair's bounds are multiplied again later.
+    const double mag = mul_up(a.mag, b.mag), e = mul_up(a.mag, b.err) + mul_up(a.err, b.mag) + mul_up(a.err, b.err);
+    const double err = e + relative_rounding(mag + e, u) + u.eta_a;
     return {mag, err, a.over || b.over || reaches(mag + err, u.max_a), product_hat(a.hat, b.hat, u)};
   }
   Em add(const Em& a, const Em& b) const {
     const double mag = a.mag + b.mag, e = a.err + b.err;
-    const double err = e + u.ua * (mag + e);
+    const double err = e + relative_rounding(mag + e, u);  // a sum below the normal range is exact
     return {mag, err, a.over || b.over || reaches(mag + err, u.max_a), (a.hat + b.hat) * (1 + u.ua)};
   }
   /// Division by the integer k (exact in the accumulator): relative error division_error(k).
   Em div(const Em& a, int64_t k) const {
-    const double kk = static_cast<double>(k), mag = a.mag / kk, e = a.err / kk;
-    return {mag, e + division_error(k, u) * (mag + e) + u.eta_a, a.over, mean_hat(a.hat, k, u)};
+    const double kk = static_cast<double>(k), mag = quotient_up(a.mag, kk), e = quotient_up(a.err, kk);
+    return {mag, e + mul_up(division_error(k, u), mag + e) + u.eta_a, a.over, mean_hat(a.hat, k, u)};
   }
   /// An intermediate stored in the storage dtype (an exact conversion when Storage == Accum).
   Em store(const Em& a) const {
-    const double err = u.store_rounds ? a.err + u.us * (a.mag + a.err) + u.eta_s : a.err;
+    const double err = u.store_rounds ? a.err + mul_up(u.us, a.mag + a.err) + u.eta_s : a.err;
     return {a.mag, err, a.over || reaches(a.mag + err, max_s), stored_hat(a.hat, u)};
   }
 };

@@ -36,6 +36,14 @@ void judge_by_envelope(double got, const Envelope& env, ElementError& e) {
   const double d = std::fabs(got - env.center);
   e.bound_ratio = env.radius > 0 ? d / env.radius : (d > 0 ? kInf : 0.0);
   e.violation = d * (1 - 0x1p-52) > env.radius;
+  // The limits are rigorous bounds themselves (rounded outward when derived): a value beyond one fails,
+  // with a ratio above 1 by its shortfall relative to the limit.
+  const double beyond = got < env.lower ? env.lower - got : got > env.upper ? got - env.upper : 0.0;
+  if (beyond > 0) {
+    const double limit = std::fabs(got < env.lower ? env.lower : env.upper);
+    e.bound_ratio = std::max(e.bound_ratio, 1 + (limit > 0 ? beyond / limit : kInf));
+    e.violation = true;
+  }
 }
 
 }  // namespace
@@ -87,9 +95,13 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
     e.ulp_distance = std::min(e.ulp_distance, value_steps(bits, encode_exact(ref.rounded_alt, fmt), fmt));
   if (e.bound_void) {
     if (mode == Judging::verdict) judge_by_envelope(got, env, e);
+    // The envelope admits 0: the output could be 100 % off and pass.
+    e.admits_full_relative = !e.envelope_void && mag > 0 && std::max(env.center - env.radius, env.lower) <= 0 &&
+                             std::min(env.center + env.radius, env.upper) >= 0;
     return e;
   }
   const double scaled_bound = scaled(bound, -ref.scale);
+  e.admits_full_relative = ref.hi != 0 && scaled_bound >= std::fabs(ref.hi);
   e.bound_ratio = bound > 0 ? diff / scaled_bound : (diff > 0 ? kInf : 0.0);
   e.signed_ratio = bound > 0 ? signed_diff / scaled_bound : 0.0;
   if (e.rounding_undecided && e.ulp_distance == 0) return e;  // either candidate rounding is accepted
@@ -127,6 +139,7 @@ void ErrorAccumulator::add(const ElementError& e, int64_t index) {
   if ((e.regime & 2u) && e.kernel_finite) ++overflow_survived_;
   if (e.undecided) ++undecided_;
   if (e.bound_void) ++void_bounds_;
+  if (e.admits_full_relative) ++loose_;
   if (e.ulp_err > max_ulp_) max_ulp_ = e.ulp_err;
   if (!e.exact_below_normal && e.ulp_err > max_ulp_normal_) max_ulp_normal_ = e.ulp_err;
   ++ulp_hist_[static_cast<size_t>(ulp_bucket(e.ulp_err))];
@@ -156,6 +169,7 @@ void ErrorAccumulator::merge(const ErrorAccumulator& o) {
   max_rigor_ratio_ = std::max(max_rigor_ratio_, o.max_rigor_ratio_);
   max_envelope_ratio_ = std::max(max_envelope_ratio_, o.max_envelope_ratio_);
   void_bounds_ += o.void_bounds_;
+  loose_ += o.loose_;
   uncertified_ += o.uncertified_;
   exact_overflow_ += o.exact_overflow_;
   envelope_void_ += o.envelope_void_;

@@ -16,6 +16,9 @@ namespace normcheck {
 struct Envelope {
   double center = 0;
   double radius = std::numeric_limits<double>::infinity();
+  /// Limits the value also respects where the envelope knows them (section 15.7): an interval
+  /// [lower, upper] may exclude the centre (a kernel returning beta, or 0, where it cannot).
+  double lower = -std::numeric_limits<double>::infinity(), upper = std::numeric_limits<double>::infinity();
 };
 
 struct ElementError {
@@ -40,6 +43,10 @@ struct ElementError {
   uint8_t regime = 0;        ///< regime flags of the element (core/bounds.hpp), set by the judge
   bool kernel_finite = true; ///< the kernel's value is finite
   bool exact_below_normal = false;  ///< |y| is below the dtype's smallest normal (its ULP is the subnormal spacing)
+  /// The verdict admits an error of |y| or more here (bound >= |y|, or an envelope holding 0): the
+  /// problem is so ill-conditioned for the contract's arithmetic (unresolved statistics, cancellation)
+  /// that a sound kernel may be 100 % off; the record counts such elements (loose_elements).
+  bool admits_full_relative = false;
   /// No verdict at all (uncertified reference, exact value beyond the dtype, or no envelope).
   bool unjudged() const { return uncertified || exact_overflow || envelope_void; }
   /// The a priori bound itself is violated (a finite bound; not the envelope, not Inf/NaN where the
@@ -82,6 +89,8 @@ class ErrorAccumulator {
   /// Violations of the a priori bound itself (ElementError::bound_violated): the rigor check.
   int64_t rigor_violations() const { return rigor_violations_; }
   int64_t void_bounds() const { return void_bounds_; }  ///< judged by the envelope only (bound void)
+  /// Judged elements whose bound or envelope admits a relative error of 100 % or more (ElementError::admits_full_relative).
+  int64_t loose() const { return loose_; }
   int64_t uncertified() const { return uncertified_; }  ///< no verdict: reference not certified
   int64_t exact_overflows() const { return exact_overflow_; }  ///< no verdict: exact value beyond the dtype
   int64_t envelope_void() const { return envelope_void_; }  ///< no verdict: no bound and no envelope
@@ -115,7 +124,7 @@ class ErrorAccumulator {
 
  private:
   int64_t count_ = 0, nonfinite_ = 0, violations_ = 0, void_bounds_ = 0, uncertified_ = 0, undecided_ = 0,
-          exact_overflow_ = 0, envelope_void_ = 0, rounding_undecided_ = 0, rigor_violations_ = 0, overflow_survived_ = 0, regime_counts_[4] = {0, 0, 0, 0}, worst_index_ = -1, max_ulp_distance_ = 0;
+          exact_overflow_ = 0, envelope_void_ = 0, loose_ = 0, rounding_undecided_ = 0, rigor_violations_ = 0, overflow_survived_ = 0, regime_counts_[4] = {0, 0, 0, 0}, worst_index_ = -1, max_ulp_distance_ = 0;
   double max_ulp_ = 0, max_ulp_normal_ = 0, sum_sq_ulp_ = 0, max_abs_ = 0, max_rel_ = 0, max_mollified_ = 0;
   double max_ratio_ = -1, max_rigor_ratio_ = 0, max_envelope_ratio_ = 0, diff_sq_ = 0, ref_sq_ = 0;
   uint8_t worst_regime_ = 0;

@@ -58,11 +58,15 @@ bool has_subnormal(const double* x, int64_t n, double min_normal) {
 
 }  // namespace
 
-/// eps_hat itself, or fl(v_hat + eps_hat), may reach the largest finite value: then r_hat = 0 and the
-/// kernel's output collapses to beta (eps = 2^128 in f32, or eps = 3e38 with v = 2^126).
+/// eps_hat itself, or fl(v_hat + eps_hat), may overflow: then r_hat = 0 and the kernel's output
+/// collapses to beta (eps = 2^128 in f32, or eps = 3e38 with v = 2^126). fl(v_hat + eps_hat) is
+/// +-inf exactly when v_hat + eps_hat reaches the accumulator's overflow threshold, and v_hat is at
+/// most v + e_v: an eps at the largest finite value with a small variance does not overflow (issue
+/// 42: such rows had void bounds, and an RMSNorm returning y = 0 there passed).
 bool variance_plus_eps_overflows(double v, double e_v, double eps_hat, const Units& u) {
   if (!std::isfinite(eps_hat)) return true;
-  return std::isfinite(e_v) && (v + e_v + eps_hat) * (1 + u.ua) * kEvaluationSlack >= u.max_a;
+  const double v_hat = (v + e_v * kEvaluationSlack) * (1 + 0x1p-52);  // an upper bound of v_hat despite the roundings here
+  return std::isfinite(e_v) && !(v_hat + eps_hat < overflow_threshold(u));
 }
 
 uint8_t row_regime(const LayerNormCase& c, int64_t row, const RowError& r, const BoundModel& m, const Units& u) {

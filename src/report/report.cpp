@@ -201,6 +201,7 @@ nlohmann::json accumulator_json(const ErrorAccumulator& a) {
           {"max_bound_ratio", json_number(std::max(0.0, a.max_bound_ratio()))},
           {"bound_violations", a.bound_violations()},
           {"void_bound_elements", a.void_bounds()},
+          {"loose_elements", a.loose()},
           {"max_envelope_ratio", json_number(a.max_envelope_ratio())},
           {"unjudged_elements", a.unjudged()},
           {"exact_overflow_elements", a.exact_overflows()},
