@@ -2,8 +2,11 @@
 
 Each returns a dict with one entry per output (``layer_norm``, ``rms_norm``: "y", with ``dy`` "dx",
 "dgamma" and for LayerNorm "dbeta"; ``layer_norm_jvp``, ``rms_norm_jvp``: "du"; ``grouped_norm``: see its docstring), each a dict of float64 arrays: ``rounded`` (the correctly rounded value in the dtype),
-``hi`` + ``lo`` (the enclosure's midpoint) and ``rad`` (its certified radius), and ``decided`` (bool:
-the whole enclosure rounds to ``rounded``); plus ``precision_bits`` and ``max_err_ulps`` of the
+``hi`` + ``lo`` (the enclosure's midpoint) and ``rad`` (its certified radius: the exact value lies in
+[hi + lo - rad, hi + lo + rad], also below 2^-1022 and above 2^1000, where it is widened by the
+unscaling's own rounding), ``decided`` (bool: the whole enclosure rounds to ``rounded``) and
+``rounded_alt`` (equal to ``rounded`` where decided; where not, the other candidate rounding: the
+exact value rounds to one of the two); plus ``precision_bits`` and ``max_err_ulps`` of the
 accepted oracle level. Inputs must be values of the dtype (bf16 and f16 given as float32/float64
 arrays holding such values); anything else is refused with a ValueError.
 """

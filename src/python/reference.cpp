@@ -3,6 +3,9 @@
 // grouped norms on exact inputs of a dtype, returning correctly rounded values with enclosures.
 #include <pybind11/stl.h>
 
+#include <cmath>
+#include <limits>
+
 #include "audit/axes.hpp"
 #include "core/grouped_norm_case.hpp"
 #include "oracles/certified_grouped_norm.hpp"
@@ -25,19 +28,40 @@ py::dict generate(const std::string& generator, const std::string& dtype, uint64
   return case_dict(gen::make_layernorm_case(generator, dtype_named(dtype), seed, shape));
 }
 
-/// One output's certificates: the correctly rounded dtype values, the enclosure (hi + lo +- rad,
-/// unscaled), whether each rounding is decided.
+/// An enclosure hi + lo +- rad in plain doubles, without the power-of-two scale.
+struct Unscaled {
+  double hi, lo, rad;
+};
+
+/// The certificate's enclosure unscaled so that it still holds the value: hi and lo rounded to
+/// nearest (below 2^-1022 each is off by at most 2^-1075; above, exact), rad rounded to nearest
+/// too, then widened by 2^-1073 and one more step up, which covers the three roundings (issue
+/// 42: a plain ldexp of rad was no upper bound). An enclosure beyond the double range: rad = inf.
+Unscaled unscaled(const CertifiedValue& cv) {
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  if (cv.scale == 0) return {cv.hi, cv.lo, cv.rad};
+  const double hi = std::ldexp(cv.hi, cv.scale), lo = std::ldexp(cv.lo, cv.scale), rad = std::ldexp(cv.rad, cv.scale);
+  if (!std::isfinite(hi) || !std::isfinite(lo) || !std::isfinite(rad)) return {hi, lo, kInfinity};
+  return {hi, lo, cv.scale > 0 ? rad : std::nextafter(rad + 0x1p-1073, kInfinity)};
+}
+
+/// One output's certificates: the correctly rounded dtype values (for an undecided rounding, the
+/// lower end's, with the upper end's in rounded_alt), the enclosure (hi + lo +- rad, unscaled),
+/// whether each rounding is decided.
 py::dict certificates(const std::vector<CertifiedValue>& v, const std::vector<int64_t>& shape) {
-  std::vector<double> rounded, hi, lo, rad, decided;
+  std::vector<double> rounded, rounded_alt, hi, lo, rad, decided;
   for (const CertifiedValue& cv : v) {
     rounded.push_back(cv.rounded);
-    hi.push_back(std::ldexp(cv.hi, cv.scale));
-    lo.push_back(std::ldexp(cv.lo, cv.scale));
-    rad.push_back(std::ldexp(cv.rad, cv.scale));
+    rounded_alt.push_back(cv.rounded_alt);
+    const Unscaled u = unscaled(cv);
+    hi.push_back(u.hi);
+    lo.push_back(u.lo);
+    rad.push_back(u.rad);
     decided.push_back(cv.rounding_decided ? 1.0 : 0.0);
   }
   py::dict d;
   d["rounded"] = array_shaped(rounded, shape);
+  d["rounded_alt"] = array_shaped(rounded_alt, shape);
   d["hi"] = array_shaped(hi, shape);
   d["lo"] = array_shaped(lo, shape);
   d["rad"] = array_shaped(rad, shape);
