@@ -78,6 +78,9 @@ void add_run_options(CLI::App& run, RunOptions& o) {
 
 void add_search_options(CLI::App& s, SearchOptions& o) {
   s.add_option("--ops", o.ops, "ops to search")->delimiter(',');
+  run.add_option("--diff", o.diff, "compare the finished report with this base report (as normcheck diff): the exit status, "
+                 "--junit and --summary-json then follow the nightly verdict");
+  run.add_flag("--allow-removed", o.allow_removed, "with --diff: records of the base not judged in this run do not fail it");
   s.add_option("--kernels", o.variants, "kernel variants")->delimiter(',');
   s.add_option("--dtypes", o.dtypes, "storage dtypes")->delimiter(',');
   s.add_option("--rows", o.rows, "rows of the searched shape");
@@ -197,6 +200,8 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.suites->add_flag("--json", cl.suites_json, "as JSON");
   cl.merge = cl.app.add_subcommand("merge", "combine the reports of run --shard 0/N .. N-1/N into the unsharded run's report");
   cl.merge->add_option("shards", cl.merge_opts.shards, "shard reports (every shard of one run)")->required();
+  cl.diff->add_flag("--allow-removed", cl.diff_opts.allow_removed,
+                    "records judged in BASE but absent or not run in NEW do not fail the comparison (a deliberate subset)");
   cl.merge->add_option("--out", cl.merge_opts.out, "merged report path")->required();
   cl.render = cl.app.add_subcommand("render", "write a self-contained HTML report (charts, worst cases, --diff regressions)");
   cl.render->add_option("report", cl.render_opts.report, "report JSON")->required();
@@ -206,6 +211,8 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.bench = cl.app.add_subcommand("bench-external", "calls per second of external kernels: per-call processes vs persistent workers");
   cl.bench->add_option("--kernel", cl.bench_opts.plugin, "plugin library: fork + dlopen per call vs a persistent worker");
   cl.bench->add_option("--exec", cl.bench_opts.exec, "exec-protocol command (a process per call), the baseline of --serve");
+  cl.render->add_flag("--allow-removed", cl.render_opts.allow_removed,
+                      "with --diff: records of the base not judged in REPORT do not fail the banner's verdict (as diff's)");
   cl.bench->add_option("--serve", cl.bench_opts.serve, "serve-protocol command (one long-running process)");
   cl.bench->add_option("--op", cl.bench_opts.op, "op (default layernorm_forward)");
   cl.bench->add_option("--dtype", cl.bench_opts.dtype, "storage dtype (default f32)");

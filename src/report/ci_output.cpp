@@ -159,7 +159,7 @@ std::string run_result_text(const nlohmann::json& report, const std::string& rep
                      complete ? "" : ", INCOMPLETE: interrupted", record_counts_text(record_counts(report)));
 }
 
-std::string junit_xml(const nlohmann::json& report) {
+std::string junit_xml(const nlohmann::json& report, const std::vector<JunitSuite>& extra) {
   std::string suites;
   int64_t all_tests = 0, all_failures = 0;
   for (const auto& [key, records] : record_lists(report)) {
@@ -196,6 +196,25 @@ std::string junit_xml(const nlohmann::json& report) {
 
 nlohmann::json summary_line(const nlohmann::json& report, const std::string& report_path) {
   const RecordCounts c = record_counts(report);
+  for (const JunitSuite& s : extra) {
+    std::string cases;
+    int64_t failures = 0;
+    for (const JunitCase& c : s.cases) {
+      cases += fmt::format("    <testcase classname=\"normcheck.{}\" name=\"{}\">\n", xml_escaped(s.name), xml_escaped(c.name));
+      if (!c.failure_type.empty()) {
+        ++failures;
+        cases += fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n", xml_escaped(c.failure_type),
+                             xml_escaped(c.failure_message), xml_escaped(c.text));
+      } else if (!c.text.empty()) {
+        cases += fmt::format("      <system-out>{}</system-out>\n", xml_escaped(c.text));
+      }
+      cases += "    </testcase>\n";
+    }
+    all_tests += static_cast<int64_t>(s.cases.size());
+    all_failures += failures;
+    suites += fmt::format("  <testsuite name=\"normcheck.{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n{}  </testsuite>\n",
+                          xml_escaped(s.name), s.cases.size(), failures, cases);
+  }
   const CaseTotals totals = case_totals(report);
   const nlohmann::json& run = report.at("run");
   return {{"passed", run.at("passed")}, {"complete", run.at("complete")}, {"cases_done", totals.done},

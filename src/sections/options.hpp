@@ -37,6 +37,8 @@ struct RunOptions {
   std::string junit;         ///< --junit FILE: JUnit XML, one testcase per record
   bool summary_json = false;  ///< --summary-json: one machine-readable summary line on stdout
   std::string shard;  ///< "i/N": run only shard i of N (empty: everything)
+  std::string diff;           ///< --diff BASE: the nightly verdict against BASE decides exit, JUnit and summary
+  bool allow_removed = false;  ///< --allow-removed: with --diff, removed records do not fail the verdict
   std::string balance_from;  ///< a report whose run.unit_seconds balance the shards (empty: the built-in estimates)
 };
 
