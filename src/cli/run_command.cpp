@@ -207,6 +207,7 @@ sections::ExternalKernels external_kernels(const RunOptions& o) {
   ext.specs.timeout_s = o.kernel_timeout;
   ext.specs.serve_startup_s = o.serve_startup_timeout;
   ext.specs.block_form = o.block_form;
+  ext.specs.contract = o.contract;
   return ext;
 }
 
@@ -222,6 +223,8 @@ RunPlan build_plan(const RunOptions& o) {
   const RunConfig common = common_config(o, *suite);
   const bool external = !o.plugins.empty() || !o.exec.empty() || !o.serve.empty();
   if (!external) check_variants(o.variants);
+  if (!external && !o.contract.empty())
+    throw PlanError("--contract chooses how external kernels (--kernel, --exec, --serve) are judged; the built-in kernels have their own bounds");
   std::optional<sections::ExternalKernels> ext;
   if (external) ext = external_kernels(o);
   const sections::PlanInputs in{o, common, ext ? &*ext : nullptr};
@@ -304,15 +307,15 @@ int run_command(const RunOptions& given, const std::string& command_line) {
     print_error(e.what());
     return kExitBadInput;
   }
+  std::optional<nlohmann::json> base;  // --diff: read before the suite, compared after it
   try {
     check_writable(o.out);  // before the suite, not after it
     if (!o.junit.empty()) check_writable(o.junit);
-  std::optional<nlohmann::json> base;  // --diff: read before the suite, compared after it
+    if (o.allow_removed && o.diff.empty()) throw std::invalid_argument("--allow-removed needs --diff BASE");
+    if (!o.diff.empty()) base = read_report_file(o.diff);
   } catch (const std::exception& e) {
     print_error(e.what());
     return kExitBadInput;
-    if (o.allow_removed && o.diff.empty()) throw std::invalid_argument("--allow-removed needs --diff BASE");
-    if (!o.diff.empty()) base = read_report_file(o.diff);
   }
   if (given.out.empty()) announce_default_output(o.out);
   const std::string journal = o.out + ".failures.jsonl";
