@@ -77,6 +77,15 @@ typedef struct nc_plugin {
 /* The one exported symbol of a version 1 plugin. */
 const nc_plugin* normcheck_plugin_v1(void);
 
+/* Optional, with either version (docs/plugins.md, "Contracts"): the class of algorithm the plugin's
+ * LayerNorm statistics belong to, which chooses the contract it is judged by (docs/bounds.md 2.7):
+ *   "two_pass"  mean, then the mean of squared deviations, any summation order (LN-TWOPASS-SEQ)
+ *   "welford"   Welford partials merged by Chan's formula in any tree, sequential Welford included
+ *               (LN-WELFORDMERGE-ANY)
+ * Without it the plugin is judged by the two-pass contract and, where it fails it, by the Welford
+ * one ("auto"); `normcheck run --contract` overrides the declaration. */
+const char* normcheck_plugin_contract(void);
+
 /* ---------------------------------------------------------------------------------------------
  * ABI version 2 (docs/plugins.md, "ABI version 2"): the ops of the grouped and block suites on
  * tensors of any rank up to 4 with explicit shapes and strides. A version 2 plugin exports

@@ -16,6 +16,14 @@
  *   ROUND_AWAY         the same, rounding the outputs away from zero
  * A hostile one (issue 15): FLOOD writes bytes into the worker's reply pipe (fd 4) from a thread
  *   for ever and hangs: the harness's time limit must still fire.
+ * Sound, but not two-pass (issue 42 item 3), every dtype:
+ *   WELFORD_CHUNKED    LayerNorm statistics as PyTorch's CPU kernel computes them: Welford over chunks
+ *                      of 8 elements (mean += delta * (1/k), M2 = fma(delta, x - mean, M2)), the chunk
+ *                      partials merged left to right by Chan's formula in PyTorch's AddMoments form
+ *                      (c = n_b / n; mean = fma(c, delta, mean); M2 += M2_b + delta^2 c n_a), the affine
+ *                      step y = fma(z, gamma, beta): FMA where a compiler would contract. It declares
+ *                      nothing (judged by the "auto" contract).
+ *   WELFORD_DECLARED   the same kernel, declaring normcheck_plugin_contract() = "welford".
  * f16 and bf16 are computed in float. Compiled with -ffp-contract=off: every operation rounds as
  * written. */
 #include <math.h>
@@ -44,6 +52,11 @@
 #define NC_BEHAVIOUR_TRUNCATE 11
 #define NC_BEHAVIOUR_ROUND_AWAY 12
 #define NC_BEHAVIOUR_FLOOD 13
+#define NC_BEHAVIOUR_WELFORD_CHUNKED 14
+#define NC_BEHAVIOUR_WELFORD_DECLARED 15
+
+#define WELFORD (NC_BEHAVIOUR == NC_BEHAVIOUR_WELFORD_CHUNKED || NC_BEHAVIOUR == NC_BEHAVIOUR_WELFORD_DECLARED)
+#define WELFORD_CHUNK 8
 
 #define DIRECTED (NC_BEHAVIOUR == NC_BEHAVIOUR_TRUNCATE || NC_BEHAVIOUR == NC_BEHAVIOUR_ROUND_AWAY)
 #define ALL_DTYPES (NC_BEHAVIOUR >= NC_BEHAVIOUR_NAN && !DIRECTED)
@@ -113,9 +126,40 @@ static double min_normal(nc_dtype d) {
 
 /* ---- kernels on contiguous rows, one implementation per real type T ----------------------- */
 
-#define DEFINE_KERNELS(T, SQRT, SUFFIX)                                                                  \
+#define DEFINE_KERNELS(T, SQRT, FMA, SUFFIX)                                                             \
+  /* Chunked Welford merged by Chan's formula (WELFORD_CHUNKED): the row's mean and M2. */                \
+  static void welford_##SUFFIX(const T* x, int64_t n, T* mean, T* m2) {                                 \
+    T m = 0, s = 0;                                                                                      \
+    int64_t count = 0;                                                                                   \
+    for (int64_t lo = 0; lo < n; lo += WELFORD_CHUNK) {                                                  \
+      T cm = 0, cs = 0;                                                                                  \
+      int64_t k = 0;                                                                                     \
+      for (int64_t j = lo; j < n && j < lo + WELFORD_CHUNK; ++j) {                                       \
+        const T delta = x[j] - cm, inv = (T)1 / (T)(++k);                                                \
+        cm = FMA(delta, inv, cm);                                                                        \
+        cs = FMA(delta, x[j] - cm, cs);                                                                  \
+      }                                                                                                  \
+      const int64_t total = count + k;                                                                   \
+      const T c = (T)k / (T)total, delta = cm - m;                                                       \
+      if (count == 0) { /* the first chunk is the partial */                                             \
+        m = cm;                                                                                          \
+        s = cs;                                                                                          \
+      } else {                                                                                           \
+        m = FMA(c, delta, m);                                                                            \
+        s += cs + delta * delta * c * (T)count;                                                          \
+      }                                                                                                  \
+      count = total;                                                                                     \
+    }                                                                                                    \
+    *mean = m;                                                                                           \
+    *m2 = s;                                                                                             \
+  }                                                                                                      \
   static void stats_##SUFFIX(const T* x, int64_t n, int rms, T eps, T* mean, T* rstd) {                 \
     T s = 0, ss = 0, m = 0;                                                                              \
+    if (WELFORD && !rms) {                                                                               \
+      welford_##SUFFIX(x, n, mean, &ss);                                                                 \
+      *rstd = (T)1 / SQRT(ss / (T)n + eps);                                                              \
+      return;                                                                                            \
+    }                                                                                                    \
     for (int64_t j = 0; j < n; ++j) s += x[j];                                                           \
     m = rms ? 0 : s / (T)n;                                                                              \
     if (NC_BEHAVIOUR == NC_BEHAVIOUR_ONE_PASS && !rms) {                                                 \
@@ -138,7 +182,7 @@ static double min_normal(nc_dtype d) {
       stats_##SUFFIX(x + i * n, n, rms, eps, &mean, &rstd);                                              \
       for (int64_t j = 0; j < n; ++j) {                                                                  \
         T t = (x[i * n + j] - mean) * rstd;                                                              \
-        y[i * n + j] = rms ? g[j] * t : t * g[j] + b[j];                                                 \
+        y[i * n + j] = rms ? g[j] * t : WELFORD ? FMA(t, g[j], b[j]) : t * g[j] + b[j];                  \
       }                                                                                                  \
     }                                                                                                    \
   }                                                                                                      \
@@ -165,9 +209,9 @@ static double min_normal(nc_dtype d) {
     }                                                                                                    \
   }
 
-DEFINE_KERNELS(float, sqrtf, f32)
-DEFINE_KERNELS(double, sqrt, f64)
-DEFINE_KERNELS(long double, sqrtl, f80)
+DEFINE_KERNELS(float, sqrtf, fmaf, f32)
+DEFINE_KERNELS(double, sqrt, fma, f64)
+DEFINE_KERNELS(long double, sqrtl, fmal, f80)
 
 /* ---- one call: load (honouring or ignoring strides), compute, store ----------------------- */
 
@@ -304,3 +348,7 @@ static const nc_plugin description = {NC_BEHAVIOUR == NC_BEHAVIOUR_BAD_ABI ? 99u
                                       supports, run};
 
 const nc_plugin* normcheck_plugin_v1(void) { return &description; }
+
+#if NC_BEHAVIOUR == NC_BEHAVIOUR_WELFORD_DECLARED
+const char* normcheck_plugin_contract(void) { return "welford"; }
+#endif

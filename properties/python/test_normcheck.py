@@ -169,3 +169,45 @@ def test_the_fixture_and_marker_work_without_configuration(normcheck):
     with pytest.raises(AssertionError) as failure:
         normcheck(one_pass_layer_norm)  # the marker's generators include large_mean, where it breaks
     assert "worst element" in str(failure.value)
+
+
+def chunked_welford_layer_norm(x, gamma, beta, eps):
+    """A sound kernel that is not two-pass: Welford over chunks of 4 in float32, the chunks merged by Chan's
+    formula (PyTorch's combine), then the affine map in float32 (issue 42 item 3)."""
+    x = np.asarray(x, dtype=np.float32)
+    one = np.float32(1)
+    means, m2s = [], []
+    for row in x:
+        count, mean, m2 = np.float32(0), np.float32(0), np.float32(0)
+        for lo in range(0, len(row), 4):
+            cc, cm, cs = np.float32(0), np.float32(0), np.float32(0)
+            for v in row[lo:lo + 4]:
+                cc = cc + one
+                d = v - cm
+                cm = cm + d / cc
+                cs = cs + d * (v - cm)
+            if count == 0:
+                count, mean, m2 = cc, cm, cs
+                continue
+            n = count + cc
+            delta = cm - mean
+            w = cc / n
+            mean, m2, count = mean + delta * w, m2 + cs + delta * delta * count * w, n
+        means.append(mean)
+        m2s.append(m2 / np.float32(len(row)))
+    mean = np.array(means, dtype=np.float32)[:, None]
+    r = one / np.sqrt(np.array(m2s, dtype=np.float32)[:, None] + np.float32(eps))
+    return ((x - mean) * r * np.asarray(gamma, np.float32) + np.asarray(beta, np.float32)).astype(np.float32)
+
+
+def test_the_contract_argument_chooses_the_class_and_a_chunked_welford_kernel_is_not_a_plain_failure():
+    kwargs = dict(dtypes=("f32",), suite="quick", generators=("overflow_prone", "large_mean", "normal"), cases=2)
+    auto = normcheck.check(chunked_welford_layer_norm, **kwargs)
+    assert all(r["verdict"] in ("pass", "looser_contract") for r in auto.records), [r["verdict"] for r in auto.records]
+    assert all(r["contract"]["chosen"] == "auto" for r in auto.records)
+    welford = normcheck.check(chunked_welford_layer_norm, contract="welford", **kwargs)
+    assert welford.passed
+    assert all(r["bound_id"] == "LN-WELFORDMERGE-ANY[f32/f32]" for r in welford.records)
+    assert all(r["contract"]["chosen"] == "welford" for r in welford.records)
+    with pytest.raises(ValueError, match="contract"):
+        normcheck.check(good_layer_norm, contract="three_pass")

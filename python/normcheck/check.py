@@ -196,13 +196,18 @@ class CheckResult:
 
 
 def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cases=None, seed=None, framework="numpy",
-          device="cpu", report_only=False, generators=None, name=None, max_elements=None, block_form=None):
+          device="cpu", report_only=False, generators=None, name=None, max_elements=None, block_form=None, contract="auto"):
     """Judges ``fn`` (signature by op: ``SIGNATURES``, ``SECTION_SIGNATURES``) on the suite's cases of
     ``op`` in each dtype, in this process: for the per-op ops its row generators and the committed
     corpus, for the others that section's cases (docs/python.md). ``cases``: cases per generator
     (default: the suite's); ``generators``: a subset of ``row_generators()`` (per-op) or of the block's
     or contraction's generators; ``report_only``: records never fail the run (verdicts are still
-    computed); ``block_form``: what a ``linear_rmsnorm`` kernel computes. Returns a CheckResult."""
+    computed); ``block_form``: what a ``linear_rmsnorm`` kernel computes; ``contract``: the class of a
+    LayerNorm kernel's statistics, "auto" (the two-pass contract, and where the kernel fails it the
+    Welford class's, reported as verdict "looser_contract"), "two_pass" or "welford" (docs/bounds.md
+    section 2.7). Returns a CheckResult."""
+    if contract not in ("auto", "two_pass", "welford"):
+        raise ValueError(f"contract is 'auto', 'two_pass' or 'welford', not {contract!r}")
     if op not in SIGNATURES and op not in SECTION_SIGNATURES:
         raise ValueError(f"unknown op {op!r} ({', '.join(list(SIGNATURES) + list(SECTION_SIGNATURES))})")
     fw = framework_named(framework, device)
@@ -213,10 +218,12 @@ def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cas
         if block_form is not None:
             raise ValueError("block_form is for op='linear_rmsnorm'")
         text = _normcheck.check_kernel(_adapter(fn, fw), name, op, list(dtypes), suite, cases,
-                                       seed, list(generators or []), bool(report_only), int(max_elements or 0))
+                                       seed, list(generators or []), bool(report_only), int(max_elements or 0), contract)
         return CheckResult(json.loads(text))
     if max_elements is not None:
         raise ValueError(f"max_elements narrows the per-op cases only; op={op!r} uses its suite's shapes")
+    if contract != "auto":
+        raise ValueError(f"contract chooses the bound of the LayerNorm ops; op={op!r} has its section's bound")
     if op == "linear_rmsnorm" and block_form not in ("composed", "deferred"):
         raise ValueError("op='linear_rmsnorm' needs block_form='composed' or 'deferred': the form your kernel computes "
                          "chooses its bound (docs/bounds.md section 11)")

@@ -58,6 +58,10 @@ void add_run_options(CLI::App& run, RunOptions& o) {
   run.add_option("--block-form", o.block_form,
                  "with --serve and --ops linear_rmsnorm: the form the served block kernel computes, composed or deferred "
                  "(chooses its bound, docs/bounds.md section 11)");
+  run.add_option("--contract", o.contract,
+                 "the contract external LayerNorm kernels are judged by: auto (default: two-pass, and where a kernel fails it "
+                 "the Welford class, reported as such), two_pass or welford (docs/bounds.md section 2.7); overrides a plugin's declaration")
+      ->check(CLI::IsMember({"auto", "two_pass", "welford"}));
   run.add_option("--exec-name", o.exec_name, "name of the exec or serve kernel in the report (default exec)");
   run.add_option("--kernel-timeout", o.kernel_timeout, "seconds per plugin or exec call before it counts as hung (default 10)");
   run.add_option("--seed", o.seed, "run seed (default: the suite's)")->check(kSeed);
@@ -74,6 +78,9 @@ void add_run_options(CLI::App& run, RunOptions& o) {
   run.add_option("--eps", o.eps, "override eps for every case (must be > 0)");
   run.add_option("--junit", o.junit, "also write JUnit XML: one testcase per record, failures with their worst element (CI test views)");
   run.add_flag("--summary-json", o.summary_json, "end with one JSON line on stdout: passed, cases, records, failing, flagged, report");
+  run.add_option("--diff", o.diff, "compare the finished report with this base report (as normcheck diff): the exit status, "
+                 "--junit and --summary-json then follow the nightly verdict");
+  run.add_flag("--allow-removed", o.allow_removed, "with --diff: records of the base not judged in this run do not fail it");
 }
 
 void add_search_options(CLI::App& s, SearchOptions& o) {
@@ -193,6 +200,8 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.diff->add_option("--bound-ratio-increase", cl.diff_opts.bound_ratio_increase,
                    "regression: max err/bound grew by more than this x max(1, base) (default 0.1)");
   cl.diff->add_flag("--force", cl.diff_opts.force, "compare reports of different suites or seeds anyway");
+  cl.diff->add_flag("--allow-removed", cl.diff_opts.allow_removed,
+                    "records judged in BASE but absent or not run in NEW do not fail the comparison (a deliberate subset)");
   cl.suites = cl.app.add_subcommand("suites", "list the named, versioned suites and what each contains");
   cl.suites->add_flag("--json", cl.suites_json, "as JSON");
   cl.merge = cl.app.add_subcommand("merge", "combine the reports of run --shard 0/N .. N-1/N into the unsharded run's report");
@@ -202,6 +211,8 @@ void declare_command_line(CommandLine& cl, const std::vector<std::pair<std::stri
   cl.render->add_option("report", cl.render_opts.report, "report JSON")->required();
   cl.render->add_option("--diff", cl.render_opts.diff, "base report: show the regressions against it");
   cl.render->add_option("--out", cl.render_opts.out, "HTML file (default: REPORT with .json replaced by .html)");
+  cl.render->add_flag("--allow-removed", cl.render_opts.allow_removed,
+                      "with --diff: records of the base not judged in REPORT do not fail the banner's verdict (as diff's)");
   cl.render->add_option("--worst", cl.render_opts.worst, "records in the worst-case table (default 20)")->check(CLI::Range(1, 100000));
   cl.bench = cl.app.add_subcommand("bench-external", "calls per second of external kernels: per-call processes vs persistent workers");
   cl.bench->add_option("--kernel", cl.bench_opts.plugin, "plugin library: fork + dlopen per call vs a persistent worker");

@@ -91,6 +91,7 @@ struct DiffOptions {
   bool verbose = false;
   double max_ulp_factor = 2.0, rms_ulp_factor = 1.5, bound_ratio_increase = 0.10;
   bool force = false;
+  bool allow_removed = false;  ///< records judged in BASE and not in NEW do not fail the comparison
 };
 
 /// Failing records explained in the terminal by run and merge without --verbose (most severe first).
@@ -113,6 +114,7 @@ struct RenderOptions {
   std::string history;  ///< --history DB: trend lines from the nightly history
   std::string report, diff, out;
   int worst = 20;
+  bool allow_removed = false;  ///< as diff's: the banner's nightly verdict accepts removed records
 };
 /// normcheck norm-budget (issue 9): the port-Hamiltonian budget check and growth table.
 struct BudgetOptions {

@@ -1,5 +1,5 @@
 // normcheck diff BASE NEW: record-by-record comparison of two reports (exit 0 no regression,
-// 1 regression or new failure, 2 bad input).
+// 1 regression or new failure, nothing compared or records removed without --allow-removed, 2 bad input).
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -18,6 +18,7 @@ int diff_command(const DiffOptions& o) {
   t.max_ulp_factor = o.max_ulp_factor;
   t.rms_ulp_factor = o.rms_ulp_factor;
   t.bound_ratio_increase = o.bound_ratio_increase;
+  t.allow_removed = o.allow_removed;
   try {
     if (!(t.max_ulp_factor >= 1) || !(t.rms_ulp_factor >= 1) || !(t.bound_ratio_increase >= 0))
       throw std::invalid_argument("thresholds: ulp factors must be >= 1 and the bound-ratio increase >= 0");
@@ -28,6 +29,7 @@ int diff_command(const DiffOptions& o) {
   }
   const nlohmann::json j = nightly::diff_json(d, t);
   for (const std::string& w : d.warnings) std::printf("warning: %s\n", w.c_str());
+  std::fputs(nightly::change_groups_text(d).c_str(), stdout);
   for (const nightly::RecordChange& c : d.changes) {
     if (c.change == nightly::Change::unchanged && !o.verbose) continue;
     std::printf("%-12s %-14s %s%s%s\n", nightly::change_name(c.change), c.section.c_str(), c.key.c_str(),
@@ -42,9 +44,9 @@ int diff_command(const DiffOptions& o) {
   for (const auto& [change, count] : j.at("counts").items())
     if (count.get<int64_t>() > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count.get<int64_t>(), change);
   std::printf("records compared: %s\n", counts.empty() ? "none" : counts.c_str());
-  std::printf("%s\n", d.regressed() ? "REGRESSED" : "no regression");
+  std::printf("%s\n", d.verdict_line().c_str());
   if (!o.out.empty()) write_json_atomically(o.out, j);
-  return d.regressed() ? kExitCheckFailed : kExitOk;
+  return d.passed() ? kExitOk : kExitCheckFailed;
 }
 
 }  // namespace normcheck::cli

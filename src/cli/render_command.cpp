@@ -34,7 +34,10 @@ int render_command(const RenderOptions& o) {
     ro.report_name = o.report;
     ro.base_name = o.diff;
     std::optional<nightly::DiffResult> diff;
-    if (!o.diff.empty()) diff = nightly::diff_reports(read_report_file(o.diff), report, nightly::DiffThresholds{}, /*force=*/false);
+    nightly::DiffThresholds t;
+    t.allow_removed = o.allow_removed;
+    if (o.allow_removed && o.diff.empty()) throw std::invalid_argument("--allow-removed needs --diff BASE");
+    if (!o.diff.empty()) diff = nightly::diff_reports(read_report_file(o.diff), report, t, /*force=*/false);
     std::vector<nightly::HistoryTrend> trends;
     if (!o.history.empty()) {
       if (!std::filesystem::exists(o.history)) throw std::invalid_argument("--history '" + o.history + "' does not exist");

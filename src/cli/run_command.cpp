@@ -30,7 +30,10 @@
 #include "kernels/block_registry.hpp"
 #include "kernels/jvp_registry.hpp"
 #include "kernels/registry.hpp"
+#include "nightly/diff.hpp"
+#include "nightly/diff_outputs.hpp"
 #include "nightly/unit_costs.hpp"
+#include "report/schema_check.hpp"
 #include "suite/unit_timing.hpp"
 
 namespace normcheck::cli {
@@ -204,6 +207,7 @@ sections::ExternalKernels external_kernels(const RunOptions& o) {
   ext.specs.timeout_s = o.kernel_timeout;
   ext.specs.serve_startup_s = o.serve_startup_timeout;
   ext.specs.block_form = o.block_form;
+  ext.specs.contract = o.contract;
   return ext;
 }
 
@@ -219,6 +223,8 @@ RunPlan build_plan(const RunOptions& o) {
   const RunConfig common = common_config(o, *suite);
   const bool external = !o.plugins.empty() || !o.exec.empty() || !o.serve.empty();
   if (!external) check_variants(o.variants);
+  if (!external && !o.contract.empty())
+    throw PlanError("--contract chooses how external kernels (--kernel, --exec, --serve) are judged; the built-in kernels have their own bounds");
   std::optional<sections::ExternalKernels> ext;
   if (external) ext = external_kernels(o);
   const sections::PlanInputs in{o, common, ext ? &*ext : nullptr};
@@ -301,9 +307,12 @@ int run_command(const RunOptions& given, const std::string& command_line) {
     print_error(e.what());
     return kExitBadInput;
   }
+  std::optional<nlohmann::json> base;  // --diff: read before the suite, compared after it
   try {
     check_writable(o.out);  // before the suite, not after it
     if (!o.junit.empty()) check_writable(o.junit);
+    if (o.allow_removed && o.diff.empty()) throw std::invalid_argument("--allow-removed needs --diff BASE");
+    if (!o.diff.empty()) base = read_report_file(o.diff);
   } catch (const std::exception& e) {
     print_error(e.what());
     return kExitBadInput;
@@ -337,7 +346,20 @@ int run_command(const RunOptions& given, const std::string& command_line) {
   report["run"]["complete"] = complete;
   report["run"]["unit_seconds"] = nightly::unit_seconds_json(measured_unit_seconds(plan.units));
   write_json_atomically(o.out, report);
-  if (!o.junit.empty()) write_file_atomically(o.junit, junit_xml(report));
+  std::optional<nightly::DiffResult> diff;
+  if (base) {
+    nightly::DiffThresholds t;
+    t.allow_removed = o.allow_removed;
+    try {
+      diff = nightly::diff_reports(*base, report, t, /*force=*/false);
+    } catch (const std::exception& e) {
+      print_error(std::string("--diff '") + o.diff + "': " + e.what() + " (the report is written: " + o.out + ")");
+      return kExitBadInput;
+    }
+  }
+  if (!o.junit.empty())
+    write_file_atomically(o.junit, junit_xml(report, diff ? std::vector<JunitSuite>{nightly::diff_junit_suite(*diff, o.diff)}
+                                                          : std::vector<JunitSuite>{}));
   if (!o.quiet) {
     for (const auto& s : plan.sections) s->print_summary();
     std::fputs(failing_records_text(report, o.verbose ? SIZE_MAX : kExplainedFailures).c_str(), stdout);
@@ -346,8 +368,10 @@ int run_command(const RunOptions& given, const std::string& command_line) {
     std::printf("the external kernels declined every call (unsupported) or none was judged: nothing was verified\n");
   std::fputs(run_result_text(report, o.out).c_str(), stdout);
   if (!std::filesystem::exists(journal) || passed) std::filesystem::remove(journal);
-  if (o.summary_json) std::printf("%s\n", summary_line(report, o.out).dump().c_str());
-  return passed ? kExitOk : kExitCheckFailed;
+  if (diff) std::printf("against %s: %s\n", o.diff.c_str(), diff->verdict_line().c_str());
+  if (o.summary_json)
+    std::printf("%s\n", (diff ? nightly::summary_line_with_diff(report, o.out, *diff) : summary_line(report, o.out)).dump().c_str());
+  return passed && (!diff || diff->passed()) ? kExitOk : kExitCheckFailed;
 }
 
 }  // namespace normcheck::cli

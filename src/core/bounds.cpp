@@ -49,7 +49,9 @@ double gamma_k(double k, double u) {
 }
 
 std::string bound_id(const BoundModel& m) {
-  const char* order = m.order == SumOrder::pairwise ? "PAIRWISE" : "SEQ";
+  const char* order = m.order == SumOrder::pairwise ? "PAIRWISE" : m.order == SumOrder::blocked ? "BLOCKED" : "SEQ";
+  if (m.stats == StatsModel::welford_merge)  // the class (any merge tree) or welford_chunked's tree (section 2.7)
+    return std::string("LN-WELFORDMERGE-") + (m.order == SumOrder::blocked ? "BLOCKED" : "ANY");
   if (m.stats == StatsModel::rms) {
     std::string id = std::string("RMS-") + order;
     if (m.rms_flags & kRmsSumsqStorage) id += "+SUMSQ-STORAGE";
@@ -113,6 +115,14 @@ std::vector<std::string> bound_formula(const BoundModel& m, bool backward) {
                   " sum (|a_k|+e_a)(|b_k|+e_b)) / n + n eta_a   [2.2]");
       break;
     case StatsModel::rms: break;
+    case StatsModel::welford_merge:
+      f.push_back("any merge tree of depth D (n-1: the class, any tree; blocked: welford_chunked), L = ceil(log2 n) weighted-mean"
+                  " merges: e_mu = (min(D beta, path) + L xi) g, beta = (1+u_a)(gamma_4 R + n eta_a) + u_a M, path = (1+u_a)"
+                  "(gamma_4 S1 (1+2H_n) + D n eta_a) + u_a S1 H_n, xi = (1+u_a) gamma_3 M, g = (1 + u_a + 3(1+u_a) gamma_4)^D  [2.7.2]");
+      f.push_back("e_v = F (1 + div) / n + div v + eta_a, F = (B (1+gamma_2) + gamma_2 D S) / (1 - 2(n-1) gamma_2), B = 4 (1+gamma_10)"
+                  " (sqrt(S Q) + Q) + gamma_10 S + (1+u_a)^3 (R + 2 e_mu) Lambda + (4Dn + n) eta_a, sqrt Q = min(g (beta sqrt((n^3-n)/3)"
+                  " + L xi sqrt W), e_mu sqrt W), W = n min(D/4, log2(n)/2)  [2.7.3]");
+      break;
     case StatsModel::op_by_op:
       f.push_back("e_mu = (gamma_sum (+) div_n) * sum|x| / n + eta_a, then stored: + u_s (|mu| + e_mu) + eta_s      [4.5]");
       f.push_back("e_d_j = e_mu + (u_a (+) u_s)(|d_j| + e_mu) + eta_s (d_hat = st(fl(x - mu_hat)))                 [4.5]");

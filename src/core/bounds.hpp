@@ -15,7 +15,10 @@ namespace normcheck {
 /// How the row statistics are computed by the kernel the bound describes.
 /// op_by_op: two-pass statistics as an eager autograd engine runs them, every primitive's result
 /// stored in the storage dtype (src/kernels/layernorm_op_by_op.hpp; docs/bounds.md section 4.5).
-enum class StatsModel { two_pass, welford, one_pass, rms, op_by_op };
+/// welford_merge: Welford partials merged by Chan's formula in any tree (docs/bounds.md section 2.7):
+/// SumOrder::sequential stands for any tree (depth up to n - 1, the Welford class contract),
+/// SumOrder::blocked for welford_chunked's tree (blocked_reduction_depth).
+enum class StatsModel { two_pass, welford, one_pass, rms, op_by_op, welford_merge };
 
 /// RMSNorm arithmetic deviations of the known-weak variants (bitmask, StatsModel::rms only).
 enum RmsFlags : uint8_t {
@@ -24,8 +27,9 @@ enum RmsFlags : uint8_t {
   kRmsXrBf16 = 4,        ///< x r rounded to bf16 before the gain multiply
   kRmsDgBf16 = 8,        ///< dg accumulated in bf16
 };
-/// Order of the within-row sums (mean, sum of squares, backward row sums).
-enum class SumOrder { sequential, pairwise };
+/// Order of the within-row sums (mean, sum of squares, backward row sums). blocked: blocks of
+/// kReductionBlock terms summed sequentially, then a pairwise tree (core/reduction_block.hpp).
+enum class SumOrder { sequential, pairwise, blocked };
 
 /// Arithmetic the bound assumes.
 struct BoundModel {

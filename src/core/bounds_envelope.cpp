@@ -32,7 +32,7 @@ double reciprocal_upper(double a, double b, double d_low, double eps_hat, const 
 
 bool has_envelope(const BoundModel& m) {
   if (m.stats == StatsModel::rms) return m.rms_flags == 0;
-  return m.stats == StatsModel::two_pass || m.stats == StatsModel::welford;
+  return m.stats == StatsModel::two_pass || m.stats == StatsModel::welford || m.stats == StatsModel::welford_merge;
 }
 
 double sum_hat(double sum_abs, int64_t n, const Units& u) {
@@ -63,8 +63,8 @@ RowEnvelope row_envelope(const LayerNormCase& c, int64_t row, const BoundModel& 
   const double half_width = (0.5 * hi - 0.5 * lo) * (1 + 0x1p-52) + kEvalEta;
   const double width = 2 * half_width;
   env.valid = true;
-  if (m.stats == StatsModel::welford) {
-    // The running means stay in [lo, hi]; the M2 terms are >= 0: only v_hat >= 0 is known.
+  if (m.stats == StatsModel::welford || m.stats == StatsModel::welford_merge) {
+    // The running (merged) means stay in [lo, hi]; the M2 terms are >= 0: only v_hat >= 0 is known.
     env.r = reciprocal_upper(a, b, 0.0, eps_hat, u);
     env.z.assign(static_cast<size_t>(c.n), product_hat(width * (1 + u.ua), env.r, u));
     return env;

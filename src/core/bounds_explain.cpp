@@ -11,6 +11,11 @@ using namespace bounds_detail;
 
 namespace {
 
+/// The section deriving a statistic of model m: Welford's 2.2, the Welford merge tree's `merge`, else `two_pass`.
+const char* section_of(const BoundModel& m, const char* two_pass, const char* merge) {
+  return m.stats == StatsModel::welford ? "2.2" : m.stats == StatsModel::welford_merge ? merge : two_pass;
+}
+
 double exact_abs_of(const oracle::CertifiedLayerNorm& ref, const std::string& output, size_t index) {
   const std::vector<CertifiedValue>& v = output == "y" ? ref.y : output == "dx" ? ref.dx : output == "dgamma" ? ref.dgamma : ref.dbeta;
   return upper_abs(v.at(index));
@@ -23,8 +28,8 @@ void add_layernorm_row_terms(const LayerNormCase& c, const oracle::CertifiedLaye
   e.row_terms = {{"mu", "the row's mean (nearest double of the exact value)", "2.1", r.mu},
                  {"v", "upper bound of the exact (biased) variance", "2.1", r.v},
                  {"r", "upper bound of the exact 1/sqrt(v + eps)", "2.3", r.rstd},
-                 {"e_mu", "|mu_hat - mu|: error of the kernel's mean", m.stats == StatsModel::welford ? "2.2" : "2.1", r.e_mu},
-                 {"e_v", "|v_hat - v|: error of the kernel's variance", m.stats == StatsModel::welford ? "2.2" : m.stats == StatsModel::one_pass ? "4" : "2.1", r.e_v},
+                 {"e_mu", "|mu_hat - mu|: error of the kernel's mean", section_of(m, "2.1", "2.7.2"), r.e_mu},
+                 {"e_v", "|v_hat - v|: error of the kernel's variance", m.stats == StatsModel::one_pass ? "4" : section_of(m, "2.1", "2.7.3"), r.e_v},
                  {"delta_r", "|r_hat - r| / r: relative error of the kernel's 1/sqrt(v + eps)", "2.3", r.delta_r}};
   const size_t j = static_cast<size_t>(e.col);
   e.element_terms = {{"|d_j|", "upper bound of |x_j - mu|", "2.1", r.d_abs[j]},

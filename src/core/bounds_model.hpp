@@ -109,6 +109,16 @@ inline double compose_sum_products(int64_t n, const Units& u) {
   return compose(compose(sum_gamma(n, u), u.ua), division_error(n, u));
 }
 
+/// Depth D of a Welford merge tree over n elements (section 2.7): n - 1 for any tree (the class),
+/// blocked_reduction_depth(n) for SumOrder::blocked.
+int64_t welford_merge_depth(int64_t n, SumOrder order);
+
+/// W = an upper bound of sum over the merges of n_a n_b / (n_a + n_b): n min(D / 4, floor(log2 n)) (section 2.7.3).
+double welford_merge_weight_sum(int64_t n, int64_t depth);
+
+/// |mu_hat - mu| of a Welford merge tree of depth `depth` (section 2.7.2).
+double mean_error_welford_merge(const double* x, int64_t n, int64_t depth, const Units& u);
+
 /// Error model of one row's statistics (docs/bounds.md sections 2.1-2.3).
 struct RowError {
   double e_mu = 0;     ///< |mu_hat - mu|
@@ -123,6 +133,12 @@ struct RowError {
   std::vector<double> e_d;    ///< bound of |d_hat_j - d_j|
   uint8_t regime = 0;         ///< row-level regime flags (overflow, eps, underflow, cancellation)
 };
+
+/// |v_hat - v| of a Welford merge tree of depth `depth`, from r.v and r.e_mu (section 2.7.3).
+double variance_error_welford_merge(const double* x, int64_t n, const RowError& r, int64_t depth, const Units& u);
+
+/// The largest intermediate a Welford merge tree may form (|delta|, delta^2 times counts, partial M2; section 2.7.4).
+double welford_merge_intermediates(const double* x, int64_t n, const RowError& r, const Units& u);
 
 /// Relative error of r_hat = 1 / sqrt(fl(v_hat + eps_hat)) given |v_hat - v| <= e_v (section 2.3).
 double rstd_relative_error(double v, double v_low, double e_v, double eps, const Units& u);

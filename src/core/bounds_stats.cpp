@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "core/bounds_model.hpp"
+#include "core/reduction_block.hpp"
 
 namespace normcheck::bounds_detail {
 namespace {
@@ -199,7 +200,8 @@ Units units_of(const BoundModel& m) {
 double sum_gamma(int64_t terms, const Units& u) {
   if (terms <= 1) return 0;
   const double adds = u.order == SumOrder::pairwise ? std::ceil(std::log2(static_cast<double>(terms)))
-                                                    : static_cast<double>(terms - 1);
+                      : u.order == SumOrder::blocked ? static_cast<double>(blocked_reduction_depth(terms))
+                                                     : static_cast<double>(terms - 1);
   return gamma_k(adds, u.ua);
 }
 
@@ -219,7 +221,9 @@ RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref
   r.v = (ref.var[i] + ref.var_rad[i]) * (1 + kRel);
   r.v_low = std::max(0.0, (ref.var[i] - ref.var_rad[i]) * (1 - kRel));
   r.rstd = (ref.rstd[i] + ref.rstd_rad[i]) * (1 + kRel);
-  r.e_mu = m.stats == StatsModel::welford ? mean_error_welford(x, c.n, u) : mean_error_summed(x, c.n, u);
+  r.e_mu = m.stats == StatsModel::welford         ? mean_error_welford(x, c.n, u)
+           : m.stats == StatsModel::welford_merge ? mean_error_welford_merge(x, c.n, welford_merge_depth(c.n, m.order), u)
+                                                  : mean_error_summed(x, c.n, u);
   const bool op_by_op = m.stats == StatsModel::op_by_op;  // mu_hat and every d_hat stored (section 4.5)
   if (op_by_op) r.e_mu = stored_error(std::fabs(mu) + ref.mean_rad[i] * (1 + kRel) + mul_up(kRel, mu), r.e_mu, u);
   r.d.resize(static_cast<size_t>(c.n));
@@ -238,6 +242,7 @@ RowError row_error(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref
     case StatsModel::welford: r.e_v = variance_error_welford(x, c.n, r.e_mu, u); break;
     case StatsModel::one_pass: r.e_v = variance_error_one_pass(x, c.n, std::fabs(mu) * (1 + kRel), r, u); break;
     case StatsModel::op_by_op: r.e_v = variance_error_op_by_op(r, c.n, u); break;
+    case StatsModel::welford_merge: r.e_v = variance_error_welford_merge(x, c.n, r, welford_merge_depth(c.n, m.order), u); break;
     case StatsModel::rms: throw std::logic_error("row_error is the LayerNorm model; RMSNorm uses bounds_rms.cpp");
   }
   r.delta_r = op_by_op ? rstd_relative_error_stored(r.v, r.v_low, r.e_v, c.eps, u) : rstd_relative_error(r.v, r.v_low, r.e_v, c.eps, u);

@@ -36,6 +36,7 @@ double welford_bound(const double* x, int64_t n, double e_mu, const Units& u) {
 double squares_bound(const LayerNormCase& c, int64_t row, const RowError& r, const BoundModel& m, const Units& u) {
   const double* x = &c.x[static_cast<size_t>(row * c.n)];
   if (m.stats == StatsModel::welford) return welford_bound(x, c.n, r.e_mu, u);
+  if (m.stats == StatsModel::welford_merge) return welford_merge_intermediates(x, c.n, r, u);
   const double nn = static_cast<double>(c.n);
   double s1 = 0;
   for (int64_t j = 0; j < c.n; ++j) s1 += std::fabs(x[j]);

@@ -21,6 +21,14 @@ const std::vector<ToleranceEntry>& tolerance_table() {
      Expectation::must_pass,
      "Welford running mean/M2; the mean error enters the variance at first order (LN-WELFORD-SEQ, "
      "section 2.2)"},
+    {"two_pass_blocked", "abs_error/bound", StatsModel::two_pass, SumOrder::blocked, false, 1.0,
+     Expectation::must_pass,
+     "two-pass statistics, every row sum in blocks of 32 summed sequentially and a pairwise tree over the blocks, as a GPU "
+     "thread block reduces: gamma_D with D = min(n, 32) - 1 + ceil(log2 ceil(n / 32)) (LN-TWOPASS-BLOCKED, section 2.7.1)"},
+    {"welford_chunked", "abs_error/bound", StatsModel::welford_merge, SumOrder::blocked, false, 1.0,
+     Expectation::must_pass,
+     "Welford over chunks of 32, the chunks merged by Chan's formula in a pairwise tree (PyTorch's WelfordOps::combine): "
+     "LN-WELFORDMERGE-BLOCKED, the Welford-merge class bound at the tree's depth (section 2.7)"},
     {"one_pass", "abs_error/bound", StatsModel::one_pass, SumOrder::sequential, true, 1.0,
      Expectation::report_only,
      "known weak (E[x^2]-E[x]^2 cancels, error ~ n u kappa^2): must satisfy its own LN-ONEPASS-SEQ "
@@ -55,6 +63,10 @@ const std::vector<ToleranceEntry>& tolerance_table() {
      Expectation::must_pass,
      "a plugin kernel (include/normcheck/plugin.h): judged by the sound contract of its dtype, LN-TWOPASS-SEQ "
      "with the default accumulator (f32 for f16/bf16); its own arithmetic is unknown, so own = verdict"},
+    {"external_layernorm_welford", "abs_error/bound", StatsModel::welford_merge, SumOrder::sequential, false, 1.0,
+     Expectation::must_pass,
+     "an external kernel declaring the Welford class (its own declaration or --contract welford): judged by "
+     "LN-WELFORDMERGE-ANY, any tree of Welford partials merged by Chan's formula, FMA allowed (section 2.7)"},
     {"external_rmsnorm", "abs_error/bound", StatsModel::rms, SumOrder::sequential, false, 1.0, Expectation::must_pass,
      "a plugin kernel: judged by RMS-SEQ with the default accumulator of its dtype"},
     {"ln_truncate", "abs_error/bound", StatsModel::two_pass, SumOrder::sequential, true, 1.0, Expectation::report_only,
@@ -194,9 +206,19 @@ const std::vector<FlagExpectation>& flag_expectations() {
 }
 // clang-format on
 
+bool is_contract_name(std::string_view name) { return name == "auto" || name == "two_pass" || name == "welford"; }
+
+std::optional<BoundModel> looser_contract_model(const KernelEntry& k) {
+  if (!is_external_kernel(k) || is_rmsnorm(k.op) || !(k.contract.empty() || k.contract == "auto")) return std::nullopt;
+  return BoundModel{StatsModel::welford_merge, k.storage, dtype_info(k.storage).default_accum, SumOrder::sequential, -1, 0};
+}
+
 const ToleranceEntry& tolerance_for(const KernelEntry& k) {
   const bool external = is_external_kernel(k);
-  const std::string_view variant = external ? (is_rmsnorm(k.op) ? "external_rmsnorm" : "external_layernorm") : std::string_view(k.variant);
+  const std::string_view variant = !external           ? std::string_view(k.variant)
+                                   : is_rmsnorm(k.op)   ? "external_rmsnorm"
+                                   : k.contract == "welford" ? "external_layernorm_welford"
+                                                             : "external_layernorm";
   for (const auto& t : tolerance_table())
     if (t.variant == variant) return t;
   throw std::logic_error("tolerance table has no entry for variant " + k.variant);

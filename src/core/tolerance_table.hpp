@@ -2,6 +2,7 @@
 /// Tolerances as data: the bound each kernel must satisfy (its own, rigorous one), the bound that
 /// gives the verdict (the same for sound kernels; the sound contract of the dtype for known-weak
 /// ones, so that the harness flags them), and the weak kernels the harness must catch.
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -73,6 +74,15 @@ const std::vector<BudgetToleranceEntry>& budget_tolerance_table();
 const BudgetToleranceEntry& budget_tolerance_for(std::string_view variant, std::string_view property);
 const std::vector<BlockToleranceEntry>& block_tolerance_table();
 const std::vector<FlagExpectation>& flag_expectations();
+
+/// The contracts an external LayerNorm kernel can be judged by (docs/bounds.md section 2.7.5): "auto"
+/// (the default: the two-pass contract, and where a kernel fails it the Welford class's, reported as
+/// such), "two_pass" (LN-TWOPASS-SEQ alone), "welford" (LN-WELFORDMERGE-ANY alone).
+bool is_contract_name(std::string_view name);
+
+/// The looser sound class's bound an external LayerNorm kernel with contract "auto" is measured
+/// against where it fails the two-pass contract: LN-WELFORDMERGE-ANY; none for every other kernel.
+std::optional<BoundModel> looser_contract_model(const KernelEntry& k);
 
 /// The entry for a kernel; throws std::logic_error if the table has none (a table defect).
 const ToleranceEntry& tolerance_for(const KernelEntry& k);

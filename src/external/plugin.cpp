@@ -149,6 +149,10 @@ PluginInfo inspect_plugin(const std::string& path, double timeout_s, double star
   if (!info.block_dtypes.empty() && r.reply.block_form != NC_BLOCK_COMPOSED && r.reply.block_form != NC_BLOCK_DEFERRED)
     throw std::runtime_error("plugin '" + path + "' supports NC_LINEAR_RMSNORM but declares no block_form (NC_BLOCK_COMPOSED or NC_BLOCK_DEFERRED)");
   info.block_form = r.reply.block_form == NC_BLOCK_DEFERRED ? "deferred" : "composed";
+  info.contract = r.reply.contract;
+  if (!info.contract.empty() && info.contract != "two_pass" && info.contract != "welford")
+    throw std::runtime_error("plugin '" + path + "' declares the contract '" + info.contract +
+                             "' (normcheck_plugin_contract: \"two_pass\" or \"welford\")");
   pool->release(std::move(w));  // the first worker serves the run's first calls
   info.pool = pool;
   return info;
@@ -166,7 +170,7 @@ std::vector<KernelEntry> plugin_kernels(const PluginInfo& info, PluginIsolation 
       const double timeout_s = info.pool ? info.pool->timeout_s() : 10.0;
       run = [path, op, timeout_s](const LayerNormCase& c) { return run_call_forked(path, op, c, timeout_s); };
     }
-    out.push_back({"plugin:" + info.name, info.name, op, dt, dtype_info(dt).default_accum, false, std::move(run)});
+    out.push_back({"plugin:" + info.name, info.name, op, dt, dtype_info(dt).default_accum, false, std::move(run), info.contract});
   }
   return out;
 }

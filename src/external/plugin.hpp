@@ -20,6 +20,7 @@ struct PluginInfo {
   std::vector<DType> jvp_dtypes;                         ///< ABI v2: NC_LAYERNORM_JVP
   std::vector<DType> rms_jvp_dtypes;                     ///< ABI v2: NC_RMSNORM_JVP
   std::string block_form;                                ///< ABI v2: "composed" or "deferred"
+  std::string contract;                                  ///< normcheck_plugin_contract(): "two_pass", "welford" or "" (auto)
   std::shared_ptr<PluginPool> pool;  ///< the persistent workers (the inspecting one among them)
 };
 

@@ -18,6 +18,10 @@ LoadedPlugin open_plugin(const char* path, char* msg, size_t cap) {
     std::snprintf(msg, cap, "cannot load plugin '%s': %s", path, dlerror());
     return p;
   }
+  if (auto* declared = reinterpret_cast<const char* (*)()>(dlsym(lib, "normcheck_plugin_contract"))) {
+    p.contract = declared();
+    if (!p.contract) p.contract = "(null)";
+  }
   if (auto* entry2 = reinterpret_cast<const nc_plugin_v2* (*)()>(dlsym(lib, "normcheck_plugin_v2"))) {
     const nc_plugin_v2* d = entry2();
     if (!d || d->abi_version != NORMCHECK_PLUGIN_ABI_VERSION_2 || !d->supports || !d->name || (!d->run && !d->run_call)) {
@@ -72,6 +76,7 @@ void inspect_plugin_into(const LoadedPlugin& p, wire::Reply& rep) {
     for (int d = 0; d < 4; ++d) rep.supports[k * 4 + d] = p.supports(wire::kInspectedOps[k], d) ? 1 : 0;
   rep.abi_version = p.v2 ? 2 : 1;
   rep.block_form = p.v2 ? p.v2->block_form : -1;
+  std::snprintf(rep.contract, sizeof rep.contract, "%s", p.contract ? p.contract : "");
 }
 
 namespace {

@@ -13,6 +13,7 @@ namespace normcheck::external {
 struct LoadedPlugin {
   const nc_plugin* v1 = nullptr;
   const nc_plugin_v2* v2 = nullptr;
+  const char* contract = nullptr;  ///< normcheck_plugin_contract(), when the library exports it
   explicit operator bool() const { return v1 || v2; }
   const char* name() const { return v2 ? v2->name : v1->name; }
   bool supports(uint32_t op, int dtype) const;

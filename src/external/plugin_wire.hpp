@@ -52,6 +52,7 @@ struct Reply {
   uint8_t supports[kInspectedOpCount * 4] = {};  ///< inspect: [index in kInspectedOps * 4 + dtype]
   int32_t abi_version = 0;                       ///< inspect: 1 or 2
   int32_t block_form = -1;                       ///< inspect: v2 plugins' nc_block_form
+  char contract[32] = {};                        ///< inspect: normcheck_plugin_contract() ("" when not exported)
   char message[1024] = {};
 };
 

@@ -4,6 +4,7 @@
 
 #include "kernels/layernorm.hpp"
 #include "kernels/layernorm_op_by_op.hpp"
+#include "kernels/layernorm_reductions.hpp"
 #include "kernels/rmsnorm.hpp"
 #include "kernels/storage_io.hpp"
 
@@ -80,6 +81,8 @@ void add_dtype(std::vector<KernelEntry>& out) {
   add_pair<S, A>(out, "two_pass_pairwise", false, layernorm_forward_two_pass_pairwise<S, A>,
                  layernorm_backward_two_pass_pairwise<S, A>);
   add_pair<S, A>(out, "welford", false, layernorm_forward_welford<S, A>, layernorm_backward_welford<S, A>);
+  add_pair<S, A>(out, "two_pass_blocked", false, layernorm_forward_two_pass_blocked<S, A>, layernorm_backward_two_pass_blocked<S, A>);
+  add_pair<S, A>(out, "welford_chunked", false, layernorm_forward_welford_chunked<S, A>, layernorm_backward_welford_chunked<S, A>);
   add_pair<S, A>(out, "one_pass", true, layernorm_forward_one_pass<S, A>, layernorm_backward_one_pass<S, A>);
   add_pair<S, A>(out, "op_by_op", true, layernorm_forward_op_by_op<S, A>, layernorm_backward_op_by_op<S, A>);
   if constexpr (!std::is_same_v<S, A>)

@@ -38,6 +38,9 @@ struct KernelEntry {
   DType accum;
   bool known_weak;  ///< expected to be caught on hard inputs
   std::function<KernelOutputs(const LayerNormCase&)> run;
+  /// External LayerNorm kernels: the contract they are judged by, "" or "auto" (two-pass, then the
+  /// Welford class), "two_pass" or "welford" (declared by the plugin or chosen with --contract).
+  std::string contract{};
 };
 
 /// True for kernels loaded through the plugin ABI ("plugin:<name>"), the exec protocol

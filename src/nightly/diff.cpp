@@ -1,7 +1,9 @@
 #include "nightly/diff.hpp"
 
 #include <cmath>
+#include <algorithm>
 #include <map>
+#include <tuple>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -90,6 +92,17 @@ RecordChange classify(const std::string& section, const std::string& key, const 
   return {section, key, Change::unchanged, ""};
 }
 
+/// The fields of a record that name its group: kernel (with variant / form / kind), dtype, op.
+void set_group(RecordChange& c, const nlohmann::json& r) {
+  const auto field = [&r](const char* f) { return r.contains(f) && r.at(f).is_string() ? r.at(f).get<std::string>() : std::string(); };
+  for (const char* f : {"kernel", "variant", "form", "kind"})
+    if (!field(f).empty()) c.kernel += (c.kernel.empty() ? "" : " ") + field(f);
+  c.dtype = field("storage");
+  c.op = field("op");
+}
+
+std::string plural(int64_t k, const char* one, const char* many) { return fmt::format("{} {}", k, k == 1 ? one : many); }
+
 std::string config_value(const nlohmann::json& r, const char* field) {
   if (!r.contains("config") || !r.at("config").contains(field)) return "";
   const auto& v = r.at("config").at(field);
@@ -149,11 +162,97 @@ DiffResult diff_reports(const nlohmann::json& base, const nlohmann::json& now, c
       const auto it = before.find(key);
       if (it == before.end()) d.changes.push_back({section, key, Change::added, ""});
       else d.changes.push_back(classify(section, key, *it->second, *r, t));
+      set_group(d.changes.back(), *r);
     }
     for (const auto& [key, r] : before)
-      if (!after.count(key)) d.changes.push_back({section, key, Change::removed, ""});
+      if (!after.count(key)) {
+        d.changes.push_back({section, key, Change::removed, "absent from the new report"});
+        set_group(d.changes.back(), *r);
+      }
   }
+  d.allow_removed = t.allow_removed;
   return d;
+}
+
+int64_t DiffResult::count(Change c) const {
+  int64_t k = 0;
+  for (const RecordChange& r : changes) k += r.change == c;
+  return k;
+}
+
+int64_t DiffResult::compared() const {
+  return static_cast<int64_t>(changes.size()) - count(Change::added) - count(Change::removed);
+}
+
+std::vector<std::string> DiffResult::failure_reasons() const {
+  std::vector<std::string> why;
+  const int64_t failures = count(Change::new_failure), regressions = count(Change::regression);
+  if (failures + regressions > 0)
+    why.push_back(plural(failures, "new failure", "new failures") + ", " + plural(regressions, "regression", "regressions"));
+  for (std::string& r : comparison_failures()) why.push_back(std::move(r));
+  return why;
+}
+
+std::vector<std::string> DiffResult::comparison_failures() const {
+  std::vector<std::string> why;
+  const int64_t added = count(Change::added), removed = count(Change::removed);
+  if (compared() == 0)
+    why.push_back(fmt::format("the reports share no judged record ({} added, {} removed): nothing was compared", added, removed));
+  else if (removed > 0 && !allow_removed)
+    why.push_back(plural(removed, "record", "records") +
+                  " judged in the base report not judged in the new one (removed; --allow-removed accepts that)");
+  return why;
+}
+
+std::string DiffResult::verdict_line() const {
+  const std::vector<std::string> why = failure_reasons();
+  if (why.empty()) return "no regression";
+  std::string line = regressed() ? "REGRESSED: " : "FAILED: ";
+  for (size_t i = 0; i < why.size(); ++i) line += (i ? "; " : "") + why[i];
+  return line;
+}
+
+int64_t ChangeGroup::changed() const {
+  int64_t k = 0;
+  for (size_t c = 0; c < counts.size(); ++c) k += c == static_cast<size_t>(Change::unchanged) ? 0 : counts[c];
+  return k;
+}
+
+std::vector<ChangeGroup> group_changes(const DiffResult& d) {
+  std::vector<ChangeGroup> groups;
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> index;
+  for (const RecordChange& c : d.changes) {
+    if (c.change == Change::unchanged) continue;
+    const auto key = std::make_tuple(c.kernel, c.dtype, c.op);
+    auto it = index.find(key);
+    if (it == index.end()) {
+      it = index.emplace(key, groups.size()).first;
+      groups.push_back({c.kernel, c.dtype, c.op, {}});
+    }
+    ++groups[it->second].counts[static_cast<size_t>(c.change)];
+  }
+  const auto bad = [](const ChangeGroup& g) {
+    return g.counts[static_cast<size_t>(Change::new_failure)] + g.counts[static_cast<size_t>(Change::regression)];
+  };
+  std::stable_sort(groups.begin(), groups.end(), [&bad](const ChangeGroup& a, const ChangeGroup& b) {
+    if ((bad(a) > 0) != (bad(b) > 0)) return bad(a) > 0;
+    return bad(a) != bad(b) ? bad(a) > bad(b) : a.changed() > b.changed();
+  });
+  return groups;
+}
+
+std::string change_groups_text(const DiffResult& d) {
+  const std::vector<ChangeGroup> groups = group_changes(d);
+  if (groups.empty()) return "";
+  std::string s = fmt::format("changed records by kernel x dtype x op ({} groups):\n", groups.size());
+  for (const ChangeGroup& g : groups) {
+    std::string counts;
+    for (Change c : {Change::new_failure, Change::regression, Change::removed, Change::fixed, Change::improvement, Change::added})
+      if (const int64_t k = g.counts[static_cast<size_t>(c)]; k > 0) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", k, change_name(c));
+    s += fmt::format("  {:>6} changed  {} {} {}: {}\n", g.changed(), g.kernel.empty() ? "-" : g.kernel, g.dtype.empty() ? "-" : g.dtype,
+                     g.op.empty() ? "-" : g.op, counts);
+  }
+  return s;
 }
 
 nlohmann::json diff_json(const DiffResult& d, const DiffThresholds& t) {
@@ -165,11 +264,23 @@ nlohmann::json diff_json(const DiffResult& d, const DiffThresholds& t) {
       changes.push_back({{"section", c.section}, {"record", c.key}, {"change", change_name(c.change)}, {"why", c.why},
                          {"details", c.details}});
   }
+  nlohmann::json groups = nlohmann::json::array();
+  for (const ChangeGroup& g : group_changes(d)) {
+    nlohmann::json row = {{"kernel", g.kernel}, {"dtype", g.dtype}, {"op", g.op}};
+    for (size_t c = 0; c < g.counts.size(); ++c)
+      if (c != static_cast<size_t>(Change::unchanged)) row[change_name(static_cast<Change>(c))] = g.counts[c];
+    groups.push_back(row);
+  }
   return {{"format", "normcheck-diff-v1"},
           {"regressed", d.regressed()},
+          {"passed", d.passed()},
+          {"compared", d.compared()},
+          {"verdict", d.verdict_line()},
+          {"reasons", d.failure_reasons()},
           {"thresholds", {{"max_ulp_factor", t.max_ulp_factor}, {"rms_ulp_factor", t.rms_ulp_factor},
-                          {"bound_ratio_increase", t.bound_ratio_increase}}},
+                          {"bound_ratio_increase", t.bound_ratio_increase}, {"allow_removed", t.allow_removed}}},
           {"counts", counts},
+          {"groups", groups},
           {"warnings", d.warnings},
           {"changes", changes}};
 }

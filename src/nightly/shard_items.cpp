@@ -63,10 +63,12 @@ T from_bytes(const json& j) {
 json partial_json(const CasePartial& p) {
   const OutputJudgement& j = p.judgement;
   const BiasAccumulator::State b = j.bias.state();
-  return {{"record", p.record},         {"output", j.output},   {"acc", bytes_of(j.acc)},
-          {"own", bytes_of(j.own)},     {"worst", bytes_of(j.worst)}, {"failed", j.failed},
-          {"own_failed", j.own_failed}, {"kernel_failure", j.kernel_failure}, {"declined", j.declined},
-          {"bias", {hexfloat(b.t), hexfloat(b.v), b.elements, b.groups}}};
+  json out = {{"record", p.record},         {"output", j.output},   {"acc", bytes_of(j.acc)},
+              {"own", bytes_of(j.own)},     {"worst", bytes_of(j.worst)}, {"failed", j.failed},
+              {"own_failed", j.own_failed}, {"kernel_failure", j.kernel_failure}, {"declined", j.declined},
+              {"bias", {hexfloat(b.t), hexfloat(b.v), b.elements, b.groups}}};
+  if (j.has_looser) out["looser"] = {bytes_of(j.looser), j.looser_failed};  // the looser contract (external kernels, "auto")
+  return out;
 }
 
 CasePartial partial_from(const json& p) {
@@ -81,6 +83,11 @@ CasePartial partial_from(const json& p) {
   j.own_failed = p.at("own_failed").get<bool>();
   j.kernel_failure = p.at("kernel_failure").get<std::string>();
   j.declined = p.at("declined").get<bool>();
+  if (p.contains("looser")) {
+    j.has_looser = true;
+    j.looser = from_bytes<ErrorAccumulator>(p.at("looser").at(0));
+    j.looser_failed = p.at("looser").at(1).get<bool>();
+  }
   const json& b = p.at("bias");
   j.bias = BiasAccumulator::from_state({parse_hexfloat(b.at(0).get<std::string>()), parse_hexfloat(b.at(1).get<std::string>()),
                                         b.at(2).get<int64_t>(), b.at(3).get<int64_t>()});

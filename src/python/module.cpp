@@ -60,7 +60,9 @@ KernelEntry python_kernel(const py::function& adapter, const std::string& name, 
 /// Judges a Python kernel on a suite's per-op cases; returns the report as JSON text.
 std::string check_kernel(const py::function& adapter, const std::string& name, const std::string& op, const std::vector<std::string>& dtypes,
                          const std::string& suite, std::optional<int> cases, std::optional<uint64_t> seed,
-                         const std::vector<std::string>& generators, bool report_only, int64_t max_elements) {
+                         const std::vector<std::string>& generators, bool report_only, int64_t max_elements,
+                         const std::string& contract) {
+  if (!is_contract_name(contract)) throw py::value_error("contract is 'auto', 'two_pass' or 'welford', not '" + contract + "'");
   auto cfg = suite_config(suite);
   if (!cfg) throw py::value_error("unknown suite '" + suite + "' (quick, default, nightly, llm)");
   const Op the_op = op_named(op);
@@ -83,7 +85,11 @@ std::string check_kernel(const py::function& adapter, const std::string& name, c
   cfg->builtin = false;
   cfg->external_report_only = report_only;
   cfg->external.name = name;
-  for (DType dt : cfg->dtypes) cfg->extra_kernels.push_back(python_kernel(adapter, name, the_op, dt));
+  for (DType dt : cfg->dtypes) {
+    cfg->extra_kernels.push_back(python_kernel(adapter, name, the_op, dt));
+    cfg->extra_kernels.back().contract = contract;  // docs/bounds.md section 2.7.5
+  }
+  cfg->external.contract = contract == "auto" ? "" : contract;
   RunMetadata meta{utc_now(), "", "normcheck.check(" + name + ", op=" + op + ", suite=" + suite + ")"};
   const RunResult result = run_suite(*cfg);
   meta.end_time = utc_now();
@@ -209,7 +215,8 @@ PYBIND11_MODULE(_normcheck, m) {
   m.doc() = "normcheck's native part: generators, the certified oracle, in-process judging (docs/python.md)";
   bind_reference(m);
   m.def("check_kernel", &check_kernel, py::arg("adapter"), py::arg("name"), py::arg("op"), py::arg("dtypes"), py::arg("suite"),
-        py::arg("cases"), py::arg("seed"), py::arg("generators"), py::arg("report_only"), py::arg("max_elements"));
+        py::arg("cases"), py::arg("seed"), py::arg("generators"), py::arg("report_only"), py::arg("max_elements"),
+        py::arg("contract") = "auto");
   m.def("check_section", &check_section, py::arg("adapter"), py::arg("name"), py::arg("op"), py::arg("dtypes"), py::arg("suite"),
         py::arg("cases"), py::arg("seed"), py::arg("generators"), py::arg("report_only"), py::arg("block_form"));
   py::tuple failing(kFailingVerdicts.size());

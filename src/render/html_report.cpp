@@ -93,16 +93,22 @@ const char* const kScript = R"js(
 })();
 )js";
 
-/// "PASSED"/"FAILED", completeness, configuration and progress.
-std::string header(const nlohmann::json& report, const RenderOptions& o) {
+/// "PASSED"/"FAILED", completeness, configuration and progress. With a diff the banner is the nightly
+/// verdict: the run passed and the comparison with the base passed (diff's exit status).
+std::string header(const nlohmann::json& report, const nightly::DiffResult* diff, const RenderOptions& o) {
   const nlohmann::json& run = report.at("run");
   const nlohmann::json config = report.contains("config") && report.at("config").is_object() ? report.at("config")
                                                                                              : nlohmann::json::object();
-  const bool passed = run.contains("passed") && run.at("passed") == true;
+  const bool run_passed = run.contains("passed") && run.at("passed") == true;
+  const bool passed = run_passed && (!diff || diff->passed());
   const bool complete = run.contains("complete") && run.at("complete") == true;
   const CaseTotals totals = case_totals(report);
-  std::string h = fmt::format("<div class=\"verdict {}\"><h1>normcheck: {}</h1>{}</div>", passed ? "passed" : "failed",
-                              passed ? "PASSED" : "FAILED",
+  std::string nightly;
+  if (diff)
+    nightly = fmt::format("<p class=\"nightly\">run: {}; against {}: {}</p>", run_passed ? "passed" : "FAILED", escape(o.base_name),
+                          escape(diff->verdict_line()));
+  std::string h = fmt::format("<div class=\"verdict {}\"><h1>normcheck: {}</h1>{}{}</div>", passed ? "passed" : "failed",
+                              passed ? "PASSED" : "FAILED", nightly,
                               complete ? "<span>complete run</span>"
                                        : "<span class=\"incomplete\">INCOMPLETE (interrupted): not every planned case ran</span>");
   const auto row = [](const std::string& k, const std::string& v) {
@@ -168,6 +174,29 @@ int severity(nightly::Change c) {
   return 6;
 }
 
+/// The changed records counted per kernel x dtype x op, groups with new failures or regressions first.
+std::string change_groups_table(const nightly::DiffResult& d) {
+  static constexpr nightly::Change kShown[] = {nightly::Change::new_failure, nightly::Change::regression, nightly::Change::removed,
+                                               nightly::Change::fixed, nightly::Change::improvement, nightly::Change::added};
+  const std::vector<nightly::ChangeGroup> groups = nightly::group_changes(d);
+  std::string h = fmt::format("<p>{} changed records in {} groups (kernel \u00d7 dtype \u00d7 op):</p><table class=\"sortable\" "
+                              "id=\"change-groups\"><tr><th>kernel</th><th>dtype</th><th>op</th><th>changed</th>",
+                              format_count(static_cast<int64_t>(d.changes.size()) - d.count(nightly::Change::unchanged)), groups.size());
+  for (nightly::Change c : kShown) h += fmt::format("<th>{}</th>", nightly::change_name(c));
+  h += "</tr>";
+  for (const nightly::ChangeGroup& g : groups) {
+    const bool bad = g.counts[static_cast<size_t>(nightly::Change::new_failure)] + g.counts[static_cast<size_t>(nightly::Change::regression)] > 0;
+    h += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td>", bad ? " class=\"bad\"" : "", escape(g.kernel),
+                     escape(g.dtype), escape(g.op), format_count(g.changed()));
+    for (nightly::Change c : kShown) {
+      const int64_t k = g.counts[static_cast<size_t>(c)];
+      h += k ? fmt::format("<td class=\"n\">{}</td>", format_count(k)) : "<td class=\"n\"></td>";
+    }
+    h += "</tr>";
+  }
+  return h + "</table><p>The changed records:</p>";
+}
+
 /// The diff against the base report: counts per class and the changed records, worst first.
 std::string diff_section(const nightly::DiffResult& d, const RenderOptions& o) {
   std::array<int64_t, 7> counts{};
@@ -178,7 +207,7 @@ std::string diff_section(const nightly::DiffResult& d, const RenderOptions& o) {
   }
   std::stable_sort(changed.begin(), changed.end(), [](auto* a, auto* b) { return severity(a->change) < severity(b->change); });
   std::string h = fmt::format("<h2 id=\"regressions\">Regressions against {}</h2><p>{}</p><p>", escape(o.base_name),
-                              d.regressed() ? "<b class=\"incomplete\">REGRESSED</b>" : "no regression");
+                              d.passed() ? "no regression" : "<b class=\"incomplete\">" + escape(d.verdict_line()) + "</b>");
   for (nightly::Change c : {nightly::Change::new_failure, nightly::Change::regression, nightly::Change::fixed,
                             nightly::Change::improvement, nightly::Change::added, nightly::Change::removed, nightly::Change::unchanged})
     h += fmt::format("<span class=\"badge {}\">{}: {}</span>", counts[static_cast<size_t>(severity(c))] ? change_css(c) : "",
@@ -186,6 +215,7 @@ std::string diff_section(const nightly::DiffResult& d, const RenderOptions& o) {
   h += "</p>";
   for (const std::string& w : d.warnings) h += "<p>warning: " + escape(w) + "</p>";
   if (changed.empty()) return h;
+  h += change_groups_table(d);
   const size_t shown = std::min<size_t>(changed.size(), 300);
   h += "<table><tr><th>change</th><th>section</th><th>record</th><th>why</th></tr>";
   for (size_t i = 0; i < shown; ++i)
@@ -207,7 +237,7 @@ std::string render_html(const nlohmann::json& report, const nightly::DiffResult*
     for (const nightly::RecordChange& c : diff->changes) changes[change_key(c.section, c.key)] = &c;
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>normcheck report " +
                   escape(o.report_name) + "</title><style>" + kStyle + "</style></head><body>\n";
-  h += header(report, o) + "<nav>" + std::string(diff ? "<a href=\"#regressions\">regressions</a>" : "") +
+  h += header(report, diff, o) + "<nav>" + std::string(diff ? "<a href=\"#regressions\">regressions</a>" : "") +
        std::string(o.trends ? "<a href=\"#trends\">trends</a>" : "") +
        "<a href=\"#summary\">summary</a><a href=\"#kernels\">per kernel</a><a href=\"#histograms\">ULP histograms</a><a href=\"#scatter\">error vs n</a>"
        "<a href=\"#worst\">worst cases</a></nav>\n";

@@ -4,6 +4,7 @@
 /// worst element where the record failed; GitLab, Jenkins and GitHub test reporters show it), and the
 /// one-line summary (`run --summary-json`).
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,8 +19,18 @@ std::string record_name(const nlohmann::json& record);
 /// and the replay command.
 std::string record_failure_text(const nlohmann::json& record);
 
-/// The XML text of `report` (schema reports/schema/report.v1.schema.json).
-std::string junit_xml(const nlohmann::json& report);
+/// A testsuite added after the report's own (the nightly comparison's, nightly/diff_outputs.hpp): a case
+/// with a failure_type fails.
+struct JunitCase {
+  std::string name, failure_type{}, failure_message{}, text{};
+};
+struct JunitSuite {
+  std::string name;
+  std::vector<JunitCase> cases;
+};
+
+/// The XML text of `report` (schema reports/schema/report.v1.schema.json), then the `extra` suites.
+std::string junit_xml(const nlohmann::json& report, const std::vector<JunitSuite>& extra = {});
 
 /// Records of every section by outcome, counted the same way wherever counts are printed (run, merge,
 /// render, --summary-json): judged excludes not_run; failing counts
@@ -27,6 +38,7 @@ std::string junit_xml(const nlohmann::json& report);
 /// caught as expected.
 struct RecordCounts {
   int64_t records = 0, judged = 0, not_run = 0, failing = 0, failing_report_only = 0, flagged = 0;
+  int64_t looser_contract = 0;  ///< external kernels within the Welford contract, not the two-pass one (not failing)
   int64_t declined_cases = 0;  ///< cases an external kernel declined (unsupported), over every record
 };
 RecordCounts record_counts(const nlohmann::json& report);

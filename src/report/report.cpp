@@ -47,12 +47,37 @@ std::string verdict(const Record& r) {
   // A call that crashed, hung, returned an error or no readable output is not an accuracy result.
   if (r.cases > 0 && r.kernel_failures > 0) return "kernel_failure";
   if (r.cases > 0 && r.acc.count() > 0 && r.own_failed_cases > 0 && !external) return "own_bound_violated";
+  if (r.within_looser_contract()) return "looser_contract";  // failed the two-pass contract, held the Welford one
   return verdict_name(r.cases, r.acc, r.failed(), r.known_weak);
 }
 
+/// The contract of an external LayerNorm record (docs/bounds.md section 2.7.5): the one chosen, the
+/// bounds measured and the tightest one every case held.
+nlohmann::json contract_json(const Record& r) {
+  const bool welford = r.bound_id.rfind("LN-WELFORDMERGE", 0) == 0;
+  const bool automatic = !r.looser_bound_id.empty();
+  nlohmann::json j = {{"chosen", automatic ? "auto" : welford ? "welford" : "two_pass"}, {"bound_id", r.bound_id}};
+  std::string held = "none";
+  if (r.cases == 0) held = "not_run";
+  else if (r.failed_cases == 0) held = welford ? "welford" : "two_pass";
+  else if (r.within_looser_contract()) held = "welford";
+  j["held"] = held;
+  if (automatic) {
+    j["looser_bound_id"] = r.looser_bound_id;
+    j["looser_failed_cases"] = r.looser_failed_cases;
+    j["looser_max_bound_ratio"] = json_number(std::max(0.0, r.looser.max_bound_ratio()));
+    j["looser_bound_violations"] = r.looser.bound_violations();
+  }
+  if (r.within_looser_contract())
+    j["note"] = "within the Welford contract (" + r.looser_bound_id + "), not the two-pass one (" + r.bound_id + ")";
+  return j;
+}
+
 nlohmann::json external_json(const ExternalSpecs& e) {
-  return {{"plugins", e.plugins}, {"exec", e.exec}, {"serve", e.serve}, {"name", e.name}, {"block_form", e.block_form},
-          {"kernel_timeout", e.timeout_s}, {"serve_startup_timeout", e.serve_startup_s}};
+  nlohmann::json j = {{"plugins", e.plugins}, {"exec", e.exec}, {"serve", e.serve}, {"name", e.name}, {"block_form", e.block_form},
+                      {"kernel_timeout", e.timeout_s}, {"serve_startup_timeout", e.serve_startup_s}};
+  if (!e.contract.empty()) j["contract"] = e.contract;  // --contract (reports without it stay as they were)
+  return j;
 }
 
 nlohmann::json config_json(const RunConfig& cfg) {
@@ -152,6 +177,7 @@ nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, 
             {"cases_by_precision_bits", oracle_levels_json(r.oracle_levels)}}},
           {"worst_case", worst_case_json(cfg, r, index, path, inputs)}});
   j.update(accumulator_json(a));
+  if (is_external_kernel_name(r.key.kernel) && !is_rmsnorm(r.key.op)) j["contract"] = contract_json(r);
   j["bias"] = bias_json(r.bias);
   j["points"] = case_points_json(r.points);
   return j;
@@ -346,6 +372,7 @@ RunConfig config_from_report(const nlohmann::json& report) {
     cfg.external.serve = e.value("serve", std::string());
     cfg.external.name = e.value("name", std::string("exec"));
     cfg.external.block_form = e.value("block_form", std::string());
+    cfg.external.contract = e.value("contract", std::string());
     cfg.external.timeout_s = e.value("kernel_timeout", 10.0);
     cfg.external.serve_startup_s = e.value("serve_startup_timeout", 120.0);
   }

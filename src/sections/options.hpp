@@ -27,6 +27,7 @@ struct RunOptions {
   std::string serve;                 ///< --serve: a long-running command speaking the serve protocol
   double serve_startup_timeout = 120;  ///< seconds until a serve command's ready line
   std::string block_form;            ///< --block-form: composed or deferred, what a served linear_rmsnorm kernel computes
+  std::string contract;              ///< --contract: auto, two_pass or welford for the external LayerNorm kernels ("": as declared)
   bool report_only = false;          ///< external kernels are measured, not judged (third-party libraries)
   int threads = 1;
   std::string out;  ///< empty: kDefaultReport, announced on stderr
@@ -36,6 +37,8 @@ struct RunOptions {
   bool verbose = false;  ///< explain every failing record (default: the 10 most severe)
   std::string junit;         ///< --junit FILE: JUnit XML, one testcase per record
   bool summary_json = false;  ///< --summary-json: one machine-readable summary line on stdout
+  std::string diff;           ///< --diff BASE: the nightly verdict against BASE decides exit, JUnit and summary
+  bool allow_removed = false;  ///< --allow-removed: with --diff, removed records do not fail the verdict
   std::string shard;  ///< "i/N": run only shard i of N (empty: everything)
   std::string balance_from;  ///< a report whose run.unit_seconds balance the shards (empty: the built-in estimates)
 };

@@ -96,6 +96,8 @@ void add_external_kernels(const RunOptions& o, const ExternalKernels& ext, RunCo
       cfg.extra_kernels.push_back(std::move(k));
   if (ext.serve)
     for (KernelEntry& k : external::serve_kernels(ext.serve, cfg.ops, cfg.dtypes)) cfg.extra_kernels.push_back(std::move(k));
+  if (!o.contract.empty())  // --contract overrides a plugin's declaration (docs/bounds.md section 2.7.5)
+    for (KernelEntry& k : cfg.extra_kernels) k.contract = o.contract;
   cfg.external_report_only = o.report_only;
   cfg.external = ext.specs;
 }
@@ -112,6 +114,8 @@ Record planned_record(const json& j) {
   r.own_bound_id = j.at("own_bound_id").get<std::string>();
   r.expectation = j.value("expectation", std::string("must_pass")) == "report_only" ? Expectation::report_only : Expectation::must_pass;
   r.known_weak = j.at("known_weak").get<bool>();
+  if (j.contains("contract") && j.at("contract").contains("looser_bound_id"))
+    r.looser_bound_id = j.at("contract").at("looser_bound_id").get<std::string>();
   return r;
 }
 

@@ -30,6 +30,8 @@ const KernelEntry* find_in(const std::vector<KernelEntry>& kernels, const std::s
   return nullptr;
 }
 
+KernelEntry external_kernel_of(const ExternalSpecs& spec, const std::string& name, Op op, DType dt);
+
 /// The external kernel the record names, from the options or the report's config.external.
 KernelEntry external_kernel(const nlohmann::json& report, const std::string& name, Op op, DType dt, const ReplayOptions& o) {
   ExternalSpecs spec = config_from_report(report).external;
@@ -39,6 +41,12 @@ KernelEntry external_kernel(const nlohmann::json& report, const std::string& nam
     spec.serve = o.serve;
   }
   if (o.kernel_timeout) spec.timeout_s = *o.kernel_timeout;
+  KernelEntry k = external_kernel_of(spec, name, op, dt);
+  if (!spec.contract.empty()) k.contract = spec.contract;  // the run's --contract, as it judged the record
+  return k;
+}
+
+KernelEntry external_kernel_of(const ExternalSpecs& spec, const std::string& name, Op op, DType dt) {
   const std::string label = name.substr(name.find(':') + 1);
   if (name.rfind("plugin:", 0) == 0) {
     for (const std::string& path : spec.plugins) {

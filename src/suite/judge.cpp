@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "core/bounds.hpp"
@@ -51,6 +52,18 @@ uint64_t value_pair_key(double got, double rounded) {
   state = splitmix64(state) ^ b;
   const uint64_t key = splitmix64(state);
   return key == 0 ? 1 : key;
+}
+
+/// Measures the outputs again against the looser contract's bound (and its envelope), as the verdict bound is measured.
+void judge_looser(OutputJudgement& j, const std::vector<double>& got, const std::vector<CertifiedValue>& ref, const TensorBound& b,
+                  DType dtype, double max_ratio) {
+  j.has_looser = true;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ElementError e = measure_element(got[i], ref[i], dtype, b.bound[i] * max_ratio, b.envelope(i));
+    e.regime = b.regime[i];
+    j.looser.add(e, static_cast<int64_t>(i));
+  }
+  j.looser_failed = j.looser.bound_violations() > 0;
 }
 
 }  // namespace
@@ -138,6 +151,8 @@ std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNorm
   const bool with_bias = verdict_model.accum == verdict_model.storage;
   std::vector<TensorBound> own;
   if (t.judged_by_contract) own = bounds_for(k.op, c, ref, own_bound_model(t, k));
+  const std::optional<BoundModel> looser_model = looser_contract_model(k);
+  const std::vector<TensorBound> looser = looser_model ? bounds_for(k.op, c, ref, *looser_model) : std::vector<TensorBound>{};
   std::vector<OutputJudgement> result;
   const auto& names = op_outputs(k.op);
   BiasInputs bias;
@@ -145,6 +160,7 @@ std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNorm
     result.push_back(judge_tensor(names[o], kernel_output(out, names[o]), reference_of(ref, names[o]), verdict[o],
                                   own.empty() ? nullptr : &own[o], c.dtype, t.max_ratio, with_bias ? &bias : nullptr));
     if (with_bias) add_bias_groups(k.op, names[o], c, ref, verdict[o], bias, result.back().bias);
+    if (!looser.empty()) judge_looser(result.back(), kernel_output(out, names[o]), reference_of(ref, names[o]), looser[o], c.dtype, t.max_ratio);
   }
   return result;
 }

@@ -32,6 +32,11 @@ struct OutputJudgement {
   std::string kernel_failure;  ///< the kernel produced no outputs: crash, hang or error (failed)
   BiasAccumulator bias;  ///< the directed-rounding statistic of this output (per-op records only)
   bool declined = false;  ///< an external kernel declined the call (unsupported): nothing judged
+  /// External LayerNorm kernels judged with contract "auto": the same outputs against the looser sound
+  /// class's bound (LN-WELFORDMERGE-ANY, docs/bounds.md section 2.7.5), judged like the verdict bound.
+  bool has_looser = false;
+  ErrorAccumulator looser;
+  bool looser_failed = false;
 };
 
 /// What the bias statistic needs of each element of a judged tensor: the signed error in bound

@@ -69,6 +69,7 @@ std::vector<Record> plan_records(const RunConfig& cfg, const std::vector<const K
           r.key = {k->op, k->kernel, k->variant, k->storage, k->accum, "accuracy/" + cfg.generators[g], out};
           r.bound_id = bound_label(verdict_bound_model(t, *k));
           r.own_bound_id = bound_label(own_bound_model(t, *k));
+          if (const std::optional<BoundModel> looser = looser_contract_model(*k)) r.looser_bound_id = bound_label(*looser);
           r.expectation = is_external_kernel(*k) && cfg.external_report_only ? Expectation::report_only : t.expectation;
           r.known_weak = k->known_weak;
           index[{k, g, out}] = records.size();
@@ -154,6 +155,9 @@ void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, con
                                  std::to_string(item.n) + "): " + p.judgement.kernel_failure;
     rec.own.merge(p.judgement.own);
     rec.bias.merge(p.judgement.bias);
+    if (p.judgement.has_looser) rec.looser.merge(p.judgement.looser);
+    // A failure no looser bound measured (the kernel crashed, hung or errored) fails it too.
+    if (p.judgement.looser_failed || (p.judgement.failed && !p.judgement.has_looser)) ++rec.looser_failed_cases;
     rec.points.push_back({item_index, item.rows, item.n, p.judgement.acc.max_ulp(), std::max(0.0, p.judgement.acc.max_bound_ratio())});
     rec.oracle_max_err_ulps = std::max(rec.oracle_max_err_ulps, oracle.err_ulps);
     rec.oracle_precision_bits = std::max(rec.oracle_precision_bits, oracle.bits);
