@@ -119,6 +119,14 @@ TEST(BoundExtremes, TheForwardBoundPredictsAnOverflowItsOwnSumOverflows) {
   EXPECT_TRUE(b.regime[2] & kRegimeOverflow);
 }
 
+TEST(BoundExtremes, AVoidBoundWhoseEnvelopeReachesTheMaximumPredictsOverflow) {
+  // Unresolved statistics (x, x - ulp, x) make the bound void; gamma near the maximum lets z_hat up to
+  // sqrt(3) carry the output past it, and the sound kernel returned +inf: its envelope says it may.
+  const LayerNormCase c = f64_row(0x1.02f3108475a92p-907, {0x1.9cf3ca7b11a31p-4, 0x1.9cf3ca7b11a3p-4, 0x1.9cf3ca7b11a31p-4},
+                                  {0x1.4b9d787ba2455p-7, 0, 0x1.cdb3d7972f21dp+1023}, {0, 0, -0x1.5adbb0a08b6dep+1019});
+  EXPECT_EQ(first_defect(c), "");
+}
+
 TEST(BoundExtremes, WelfordsEnvelopeKeepsTheWidthOfASubnormalRow) {
   // Halving +-2^-1074 gave 0: the row's width became 0 and the sound Welford kernel failed its
   // envelope by a ratio of 2e161.

@@ -151,6 +151,16 @@ using namespace bounds_detail;
 
 namespace {
 
+/// Where the bound of elements [first, first + count) is void but their envelope (valid: derived, not
+/// "none") lets the stored output reach the dtype's largest value, or overflowed in its own evaluation,
+/// the kernel may overflow: the overflow regime (issue 42: a sound two-pass kernel returned +inf on an
+/// unresolved row with gamma near the maximum, and nothing had predicted it).
+void flag_envelope_overflow(TensorBound& t, size_t first, size_t count, DType storage) {
+  const double max_s = dtype_info(storage).max_finite;
+  for (size_t k = first; k < first + count; ++k)
+    if (!(t.bound[k] < kInf) && !(std::fabs(t.env_center[k]) + t.env_radius[k] < max_s)) t.regime[k] |= kRegimeOverflow;
+}
+
 /// Sizes the envelope vectors of t for `count` elements (radius +inf: none yet).
 void size_envelope(TensorBound& t, size_t count) {
   t.env_center.assign(count, 0.0);
@@ -175,6 +185,7 @@ void add_forward_envelope(const LayerNormCase& c, const BoundModel& m, TensorBou
       out.env_center[k] = c.beta[j];
       out.env_radius[k] = shifted_radius(env.z[j], c.gamma[j], c.beta[j], u);
     }
+    flag_envelope_overflow(out, static_cast<size_t>(i * c.n), static_cast<size_t>(c.n), c.dtype);
   }
 }
 
@@ -199,13 +210,16 @@ void add_backward_envelope(const LayerNormCase& c, const BoundModel& m, TensorBo
       dg_sum[j] += product_hat(std::fabs(c.dy[base + j]), env.z[j], u);   // fl(dy z_hat)
     }
     backward_dx_hats(g.data(), env.z.data(), c.n, env.r, rms, u, &dx.env_radius[base]);
+    flag_envelope_overflow(dx, base, static_cast<size_t>(c.n), c.dtype);
   }
   if (dbeta) {  // sum of dy over rows: no statistics involved
     size_envelope(*dbeta, static_cast<size_t>(c.n));
     for (int64_t j = 0; j < c.n; ++j) dbeta->env_radius[j] = stored_hat(sum_hat(db_sum[j], c.rows, u), u);
   }
+  if (dbeta) flag_envelope_overflow(*dbeta, 0, static_cast<size_t>(c.n), c.dtype);
   if (!all_rows) return;  // a row without an envelope leaves dgamma without one
   for (int64_t j = 0; j < c.n; ++j) dgamma.env_radius[j] = stored_hat(sum_hat(dg_sum[j], c.rows, u), u);
+  flag_envelope_overflow(dgamma, 0, static_cast<size_t>(c.n), c.dtype);
 }
 
 }  // namespace normcheck
