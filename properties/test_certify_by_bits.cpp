@@ -252,3 +252,78 @@ TEST(RuleC, DecidesAlmostEveryBallFarFromABoundary) {
     EXPECT_GT(decided, trials * 99 / 100) << dtype_info(dtype).name;
   }
 }
+
+namespace {
+
+/// Whether every real point of [hi + lo - rad, hi + lo + rad] rounds to the format value r: strictly
+/// between the boundaries to r's neighbours (exact comparisons in MPFR).
+bool ball_inside_rounding_interval(double hi, double lo, double rad, double r, const FloatFormat& f) {
+  if (!std::isfinite(r) || r == 0 || round_to_format_double(r, f) != r) return false;
+  Exact below, above, low, high;
+  boundary(r, neighbour(r, -1, f), f, below);
+  boundary(r, neighbour(r, +1, f), f, above);
+  low.add(hi).add(lo).add(-rad);
+  high.add(hi).add(lo).add(rad);
+  return below < low && high < above;
+}
+
+/// A ball at a power of two P of the format, where the spacing below P is half the one above: the
+/// centre on P or up to half a spacing below off it (and a few double ULPs), the radius from a quarter
+/// of the spacing below to half the spacing above; f64 targets get double-double centres.
+struct PowerOfTwoBall {
+  double hi, lo, rad;
+};
+
+PowerOfTwoBall power_of_two_ball(const FloatFormat& f, bool f64_target) {
+  const int e = *rc::gen::inRange(std::max(f.emin + 1, -1000), std::min(f.emax, 1000) + 1);
+  const double p = std::ldexp(1.0, e) * *rc::gen::element(1.0, -1.0);
+  const double above = ulp_at(p, f), below = above / 2;
+  double hi = p - std::copysign(below, p) * *rc::gen::inRange(0, 513) * 0x1p-10;  // P, or up to half a spacing below
+  const int ulps = *rc::gen::inRange(-2, 3);
+  for (int k = 0; k < std::abs(ulps); ++k) hi = std::nextafter(hi, ulps > 0 ? HUGE_VAL : -HUGE_VAL);
+  const double rad = below / 4 + (above / 2 - below / 4) * *rc::gen::inRange(0, 1025) * 0x1p-10;
+  const double half_ulp = std::ldexp(1.0, std::ilogb(hi) - 53);
+  const double lo = f64_target ? *rc::gen::element(0.0, half_ulp, -half_ulp, half_ulp * *rc::gen::inRange(-1024, 1025) * 0x1p-10) : 0.0;
+  return {hi, lo, rad};
+}
+
+}  // namespace
+
+// Issue 49 item 1: the general certifiers' fast decision (a quarter of the spacing above r, which is
+// half the spacing below a power of two) must not decide a ball that reaches below P's rounding
+// interval. Every decided ball lies inside the interval of its rounding; undecided ones are fine.
+RC_GTEST_PROP(RuleC, BallsAtPowersOfTwoAreUndecidedOrRoundedCorrectly, ()) {
+  int decided = 0;
+  for (int k = 0; k < kBallsPerCase; ++k) {
+    const DType dtype = *rc::gen::element(DType::f16, DType::bf16, DType::f32, DType::f64);
+    const FloatFormat& f = format_of(dtype);
+    const PowerOfTwoBall b = power_of_two_ball(f, dtype == DType::f64);
+    const CertifiedValue dd = oracle::certify_dd_ball(oracle::DdBall(b.hi, b.lo, b.rad), dtype);
+    if (dd.rounding_decided) {
+      ++decided;
+      if (!ball_inside_rounding_interval(b.hi, b.lo, b.rad, dd.rounded, f))
+        RC_FAIL(fmt::format("{}: the double-double ball {:a} + {:a} -+ {:a} was decided to {:a}, which it does not round to everywhere",
+                            dtype_info(dtype).name, b.hi, b.lo, b.rad, dd.rounded));
+    }
+    if (dtype == DType::f64) continue;
+    const CertifiedValue one = oracle::certify_ball(oracle::Ball(b.hi, b.rad), dtype);
+    if (one.rounding_decided) {
+      ++decided;
+      if (!ball_inside_rounding_interval(b.hi, 0.0, b.rad, one.rounded, f))
+        RC_FAIL(fmt::format("{}: the ball {:a} -+ {:a} was decided to {:a}, which it does not round to everywhere", dtype_info(dtype).name,
+                            b.hi, b.rad, one.rounded));
+    }
+  }
+  RC_TAG(decided > 0 ? "some decided" : "none decided");
+}
+
+// The property above is not vacuous: balls on P within the quarter-spacing rule are decided by it.
+TEST(RuleC, ABallOnAPowerOfTwoWithinAQuarterOfTheSpacingAboveIsDecided) {
+  for (DType dtype : {DType::f16, DType::bf16, DType::f32}) {
+    const FloatFormat& f = format_of(dtype);
+    const double p = 1.0, quarter = ulp_at(p, f) / 4;
+    EXPECT_TRUE(oracle::certify_ball(oracle::Ball(p, quarter * 0.9), dtype).rounding_decided) << dtype_info(dtype).name;
+    EXPECT_TRUE(oracle::certify_dd_ball(oracle::DdBall(p, 0.0, quarter * 0.9), dtype).rounding_decided) << dtype_info(dtype).name;
+    EXPECT_FALSE(oracle::certify_ball(oracle::Ball(p, quarter * 1.5), dtype).rounding_decided) << dtype_info(dtype).name;
+  }
+}

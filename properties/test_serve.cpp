@@ -144,6 +144,21 @@ TEST(Serve, ProtocolViolationsAreFailuresWithTheirReason) {
   f = failures(load_json(out));
   EXPECT_NE(f.first.find("broke the protocol"), std::string::npos) << f.first;
   EXPECT_GT(f.judged, 0);  // the replacement processes go on
+  // Issue 49 item 3: a reply naming the previous call (its outputs written and correct) is another
+  // call's answer: only the case of the first process's second call fails, and its reason says so.
+  const std::string marker = (scratch() / "previous_call.marker").string();
+  std::error_code ec;
+  fs::remove(marker, ec);
+  const std::string previous = write_server(
+      "previous_call", "exec_example.compute(request['dir'], request) if request['call'] == 2 and not os.path.exists('" + marker +
+                           "') else None\n    if request['call'] == 2 and not os.path.exists('" + marker + "'):\n        open('" + marker +
+                           "', 'w').close(); print(json.dumps({'status': 'ok', 'call': 1}), flush=True); continue");
+  o = run_cli(serve_run(previous, "--threads 1", out));
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  f = failures(load_json(out));
+  EXPECT_EQ(f.cases, 1);
+  EXPECT_NE(f.first.find("broke the protocol: the reply to call 2 must be one line with \"call\": 2"), std::string::npos) << f.first;
+  EXPECT_NE(f.first.find("\"call\":1"), std::string::npos) << f.first;
   const std::string typed = write_server("typed", "print(json.dumps({'status': 1, 'call': request['call']}), flush=True); continue");
   o = run_cli(serve_run(typed, "", out));  // a wrongly typed field is a failure of the call, not of the run
   EXPECT_EQ(o.exit_code, 1) << o.out << o.err;

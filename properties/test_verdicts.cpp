@@ -378,3 +378,91 @@ TEST(Bias, ElementsLeftOutOfTheStatisticDoNotMergeTheirRows) {
     }
   EXPECT_EQ(found, 1);
 }
+
+namespace {
+
+/// Rows with one outlier (x = (s, 0, ..., 0): |z_0| = sqrt(n - 1), the largest a row of n can reach)
+/// and a large |beta| where the output's store moves it by up to half of beta's spacing: the edge of
+/// the forward envelope (docs/bounds.md section 15), with gammas drawn in the dtype.
+std::vector<LayerNormCase> outlier_rows(DType dt) {
+  std::vector<LayerNormCase> out;
+  Rng rng(0x49e2);
+  // beta_0 (the outlier's column) so large that the rounding of beta_0 + t in the accumulator and the store
+  // exceeds the gap |gamma| (sqrt(n) - sqrt(n - 1)) between the envelope's sup and the exact one at n = 16384.
+  const double beta_0 = dt == DType::f64 ? 0x1p50 : dt == DType::f32 ? 0x1p20 : 1000.0;
+  for (const int64_t n : {2, 3, 16, 401, 1024, 16384}) {
+    LayerNormCase c;
+    c.dtype = dt;
+    c.rows = 4;
+    c.n = n;
+    c.eps = round_to_dtype(0x1p-14, dt);
+    c.x.assign(static_cast<size_t>(c.rows * n), 0.0);
+    for (int64_t i = 0; i < c.rows; ++i) c.x[static_cast<size_t>(i * n)] = (i % 2 ? -64.0 : 64.0) * (i + 1);
+    for (int64_t j = 0; j < n; ++j) {
+      c.gamma.push_back(round_to_dtype((0.5 + 3.0 * static_cast<double>(rng.next() >> 11) * 0x1p-53) * (j % 3 ? 1 : -1), dt));
+      c.beta.push_back(round_to_dtype(j == 0 ? beta_0 : j % 2 ? 1000.0 + j : -0.75 * static_cast<double>(j + 1), dt));
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+// Issue 49 item 2, the inner edge: every value a sound kernel returns, and the correctly rounded
+// value, lies inside the forward envelope (centre +- radius and the sign-fixed limits), checked on
+// every element whatever the bound says, for the two-pass and Welford classes in every dtype.
+TEST(Envelope, SoundKernelsAndTheCorrectlyRoundedValueLieInsideItOnOutlierRowsWithLargeBeta) {
+  int64_t checked = 0;
+  for (const DType dt : {DType::f16, DType::bf16, DType::f32, DType::f64})
+    for (const LayerNormCase& c : outlier_rows(dt)) {
+      const auto ref = oracle::certified_layernorm(c, false);
+      const KernelOutputs best = correctly_rounded_outputs(ref);
+      for (const auto& [variant, stats] : {std::pair{"two_pass", StatsModel::two_pass}, std::pair{"two_pass_blocked", StatsModel::two_pass},
+                                           std::pair{"welford", StatsModel::welford}}) {
+        const TensorBound b = layernorm_forward_bound(c, ref, {stats, dt, dtype_info(dt).default_accum});
+        const KernelOutputs got = kernel(variant, dt, Op::layernorm_forward).run(c);
+        for (size_t k = 0; k < c.x.size(); ++k)
+          for (const double v : {got.y[k], best.y[k]}) {
+            const Envelope e = b.envelope(k);
+            ASSERT_LT(e.radius, kInf);
+            EXPECT_LE(std::fabs(v - e.center), e.radius) << dtype_info(dt).name << " " << variant << " n " << c.n << " element " << k
+                                                         << ": " << std::hexfloat << v << " outside " << e.center << " +- " << e.radius;
+            EXPECT_TRUE(v >= e.lower && v <= e.upper) << dtype_info(dt).name << " " << variant << " n " << c.n << " element " << k
+                                                      << ": " << std::hexfloat << v << " outside [" << e.lower << ", " << e.upper << "]";
+            ++checked;
+          }
+      }
+    }
+  EXPECT_GT(checked, 1500000);
+}
+
+// Issue 49 item 2, the outer edge: the two-pass envelope's radius is within its documented slack of
+// the certified maximum |y - beta| = |gamma| sqrt(n - 1) sqrt(v / (v + eps)) that the outlier reaches:
+// sqrt(n / (n - 1)) (the one-term lower bound of v, section 15.1) times that maximum plus the rounding
+// of the shift and the store, at most 2 (u_a + u_s)(|t| + |beta|); a value 1 % beyond the exact maximum plus that
+// rounding is outside it where n >= 401 (sqrt(n / (n - 1)) < 1.00125).
+TEST(Envelope, TheRadiusIsWithinItsSlackOfTheCertifiedMaximumOfTheExactMap) {
+  for (const DType dt : {DType::f16, DType::bf16, DType::f32, DType::f64})
+    for (const LayerNormCase& c : outlier_rows(dt)) {
+      const auto ref = oracle::certified_layernorm(c, false);
+      LayerNormCase unshifted = c;  // |y - beta| = |gamma z| certified without beta's cancellation
+      std::fill(unshifted.beta.begin(), unshifted.beta.end(), 0.0);
+      const auto ref_z = oracle::certified_layernorm(unshifted, false);
+      const TensorBound b = layernorm_forward_bound(c, ref, {StatsModel::two_pass, dt, dtype_info(dt).default_accum});
+      const double ua = std::ldexp(1.0, -dtype_info(dtype_info(dt).default_accum).precision);
+      const double us = dt == dtype_info(dt).default_accum ? 0.0 : std::ldexp(1.0, -dtype_info(dt).precision);
+      const double n = static_cast<double>(c.n);
+      for (int64_t i = 0; i < c.rows; ++i) {
+        const size_t k = static_cast<size_t>(i * c.n);  // the outlier: the row's largest |z|
+        const double t = std::fabs(ref_z.y[k].hi) + ref_z.y[k].rad;  // certified |y - beta|
+        const double shift = std::sqrt(n / (n - 1)) * t * (1 + 1e-5);  // the envelope's |z_hat gamma| (kEvaluationSlack twice)
+        const double rounding = 2 * (ua + us) * (shift + std::fabs(c.beta[0]));
+        const double slack = shift + rounding;
+        const double r = b.envelope(k).radius;
+        EXPECT_GE(r, t) << dtype_info(dt).name << " n " << c.n << " row " << i;
+        EXPECT_LE(r, slack) << dtype_info(dt).name << " n " << c.n << " row " << i << ": radius " << r << ", exact maximum " << t;
+        if (c.n >= 401) EXPECT_LT(r, 1.01 * t + rounding) << dtype_info(dt).name << " n " << c.n << " row " << i;
+      }
+    }
+}
