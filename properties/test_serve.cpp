@@ -690,3 +690,81 @@ TEST(PluginAbiV2, AWrongGroupCountAndAWrongDeferredCorrectionAreCaught) {
   EXPECT_EQ(v["block f32 accuracy/normal dw"], "pass");
   EXPECT_EQ(v["grouped f32 group_norm y"], "pass");
 }
+
+namespace {
+
+/// The report at `out` parses as JSON (nlohmann refuses invalid UTF-8) and completed.
+void expect_valid_complete_report(const fs::path& out, const Outcome& o) {
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = load_json(out)) << o.out << o.err;
+  EXPECT_TRUE(j.at("run").at("complete").get<bool>());
+  EXPECT_EQ(o.err.find("json.exception"), std::string::npos) << o.err;
+}
+
+}  // namespace
+
+// Issue 48 H1: a kernel's failure message that is not valid UTF-8 (raw 0xff bytes, or a character cut
+// in two by the message's length cap) is escaped, never a crash or a report that cannot be written,
+// at one thread and at two.
+TEST(Hostile, KernelMessagesThatAreNotUtf8KeepTheReportValid) {
+  const fs::path out = scratch() / "hostile_utf8.json";
+  const std::string exec = "printf \"\\377\\376 bad bytes \\303\" >&2; exit 3";
+  for (const char* threads : {"1", "2"}) {
+    const Outcome o = run_cli("run --exec '" + exec + "' --ops layernorm_forward --dtypes f32 --generators normal --cases 2 --threads " +
+                              threads + " -q --out " + out.string());
+    EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+    expect_valid_complete_report(out, o);
+    const Failures f = failures(load_json(out));
+    EXPECT_EQ(f.cases, 2);
+    EXPECT_NE(f.first.find("\\xff\\xfe bad bytes \\xc3"), std::string::npos) << f.first;
+  }
+  if (!python_has("numpy")) return;
+  // 'a' then 1,500 two-byte characters: the 2,000-byte cap of a serve message falls inside one
+  const std::string cut = write_server(
+      "utf8_cut", "print(json.dumps({'status': 'error', 'message': 'a' + '\\u00e9' * 1500, 'call': request['call']}), flush=True); continue");
+  const Outcome o = run_cli(serve_run(cut, "--threads 2", out));
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  expect_valid_complete_report(out, o);
+  EXPECT_NE(failures(load_json(out)).first.find("\\xc3"), std::string::npos);
+}
+
+// Issue 48 H2: a reply or a ready line nested 500,000 deep (under the 1 MiB line cap) fails the call
+// with one reason; nothing recurses over it.
+TEST(Hostile, DeeplyNestedServeLinesFailTheCallNotTheHarness) {
+  const fs::path out = scratch() / "hostile_deep.json";
+  const std::string deep_reply =
+      write_server("deep_reply", "print('[' * 500000 + ']' * 500000, flush=True); continue");
+  Outcome o = run_cli(serve_run(deep_reply, "", out));
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  expect_valid_complete_report(out, o);
+  EXPECT_NE(failures(load_json(out)).first.find("nests deeper than 64 levels"), std::string::npos) << failures(load_json(out)).first;
+  const fs::path p = scratch() / "deep_ready.py";
+  std::ofstream(p) << "print('{\"a\":' * 400000 + '1' + '}' * 400000, flush=True)\nimport sys\nfor line in sys.stdin: pass\n";
+  o = run_cli(serve_run(kPython + " " + p.string(), "", out));
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  expect_valid_complete_report(out, o);
+  EXPECT_EQ(failures(load_json(out)).judged, 0);
+}
+
+// Issue 48 H3 and H4: an output that is a FIFO fails its call at once (it used to block the harness
+// forever), and an output far larger than its shape allows (a 6 GB sparse y.npy) is refused from its
+// size, before anything is read.
+TEST(Hostile, OutputsThatAreFifosOrHugeFailTheirCallWithoutBeingRead) {
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const fs::path out = scratch() / "hostile_outputs.json";
+  const std::string fifo = write_server(
+      "fifo_output", "os.mkfifo(os.path.join(request['dir'], request['outputs']['y'])); "
+                     "print(json.dumps({'status': 'ok', 'call': request['call']}), flush=True); continue");
+  Outcome o = run_cli(serve_run(fifo, "--kernel-timeout 20", out));
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  expect_valid_complete_report(out, o);
+  EXPECT_NE(failures(load_json(out)).first.find("is not a regular file"), std::string::npos) << failures(load_json(out)).first;
+  const std::string huge = write_server(
+      "huge_output", "exec_example.compute(request['dir'], request); "
+                     "open(os.path.join(request['dir'], request['outputs']['y']), 'r+b').truncate(6 << 30); "
+                     "print(json.dumps({'status': 'ok', 'call': request['call']}), flush=True); continue");
+  o = run_cli(serve_run(huge, "", out));
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  expect_valid_complete_report(out, o);
+  EXPECT_NE(failures(load_json(out)).first.find("6442450944 bytes; a .npy of shape"), std::string::npos) << failures(load_json(out)).first;
+}

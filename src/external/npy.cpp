@@ -1,5 +1,10 @@
 #include "external/npy.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -11,6 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "core/storage_bytes.hpp"
+#include "report/json_input.hpp"
 
 namespace normcheck::external {
 namespace {
@@ -148,11 +154,33 @@ void write_npy(const std::string& path, DType dtype, const std::vector<int64_t>&
 }
 
 std::vector<double> read_npy(const std::string& path, DType dtype, const std::vector<int64_t>& shape) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw NpyError(fmt::format("output '{}' is missing", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_npy(ss.str(), dtype, shape, path);
+  // A kernel wrote this file: opened without blocking (a FIFO would wait for a writer forever), read
+  // only when it is a regular file no larger than a .npy of this shape can be (issue 48, H3 and H4).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw NpyError(fmt::format("output '{}' is missing", printable(path)));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    throw NpyError(fmt::format("output '{}' is not a regular file (a FIFO, a device or a directory)", printable(path)));
+  size_t count = 1;
+  for (int64_t s : shape) count *= static_cast<size_t>(s);
+  const size_t most = 12 + kMaxHeaderBytes + count * item_size(dtype);
+  if (static_cast<uint64_t>(st.st_size) > most)
+    throw NpyError(fmt::format("output '{}' is {} bytes; a .npy of shape ({}) holds at most {}", printable(path), st.st_size,
+                               fmt::join(shape, ", "), most));
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  bytes.resize(got);
+  return parse_npy(bytes, dtype, shape, path);
 }
 
 std::vector<double> parse_npy(std::string_view bytes, DType dtype, const std::vector<int64_t>& shape, const std::string& path) {
@@ -173,7 +201,7 @@ std::vector<double> parse_npy(std::string_view bytes, DType dtype, const std::ve
     throw NpyError(fmt::format("'{}' has a {}-byte header; at most {} accepted (as NumPy)", path, header_len, kMaxHeaderBytes));
   const NpyHeader h = parse_header(std::string_view(bytes).substr(start, header_len), path);
   if (h.descr != descr_of(dtype))
-    throw NpyError(fmt::format("'{}' has dtype {}, expected '{}' for {}", path, h.descr.substr(0, 40), descr_of(dtype), dtype_info(dtype).name));
+    throw NpyError(fmt::format("'{}' has dtype {}, expected '{}' for {}", path, printable(h.descr.substr(0, 40)), descr_of(dtype), dtype_info(dtype).name));
   if (h.fortran_order) throw NpyError(fmt::format("'{}' is in Fortran order; write C-order arrays", path));
   const std::vector<int64_t>& got = h.shape;
   if (got != shape)

@@ -132,13 +132,13 @@ class ServeWorker {
     if (!e.empty()) return "serve: " + e;
     std::string line;
     if (std::string r = exchange("", line, spec_.startup_timeout_s); !r.empty()) return r + " (before its ready line)";
-    const nlohmann::json ready = nlohmann::json::parse(line, nullptr, false);
+    const nlohmann::json ready = parse_untrusted_json(line);
     if (ready.is_discarded() || !ready.is_object()) {
       child_.kill_group();
       return "serve command wrote a line that is not a JSON object on stdout (print diagnostics to stderr): " + printable(line.substr(0, 120));
     }
     if (!ready.contains("ready") || ready.at("ready") != true)
-      return "serve command's first line is not {\"ready\": true}: " + printable(ready.dump().substr(0, 200));
+      return "serve command's first line is not {\"ready\": true}: " + printable(dump_untrusted(ready).substr(0, 200));
     return "";
   }
 

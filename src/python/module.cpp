@@ -100,7 +100,7 @@ std::string check_kernel(const py::function& adapter, const std::string& name, c
   int64_t judged = 0;
   for (const Record& r : result.records) judged += r.acc.count();
   report["run"]["passed"] = run_passed(result) && judged > 0;
-  return report.dump();
+  return report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 /// The Python kernel as an in-process serve command: `adapter(op, dtype, manifest_json, inputs,
@@ -206,7 +206,7 @@ std::string check_section(const py::function& adapter, const std::string& name, 
   run->write(report, "normcheck-python-report.json");
   report["run"]["passed"] = run->passed() && run->judged_external_elements() > 0;
   report["run"]["complete"] = true;
-  return report.dump();
+  return report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace

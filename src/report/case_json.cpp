@@ -205,7 +205,7 @@ std::string failing_case_json_line(const LayerNormCase& c, const KernelEntry& k,
                          {"case", case_json},
                          {"worst", worst_element_json(j.worst, row_length_of_output(j.output, c.n))}};
   if (!j.kernel_failure.empty()) line["kernel_failure"] = j.kernel_failure;
-  return line.dump();
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace normcheck

@@ -44,24 +44,61 @@ nlohmann::json read_json_file(const std::string& path, const nlohmann::json::par
   }
 }
 
+namespace {
+
+/// Length of the well-formed UTF-8 sequence of two to four bytes at text[i] (RFC 3629: no overlong
+/// forms, no surrogates, nothing above U+10FFFF), or 0.
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return k < text.size() ? static_cast<unsigned char>(text[k]) : 0u; };
+  const unsigned b0 = byte(i), b1 = byte(i + 1);
+  const auto cont = [&](std::size_t k) { return (byte(k) & 0xc0) == 0x80; };
+  if (b0 >= 0xc2 && b0 <= 0xdf) return cont(i + 1) ? 2 : 0;
+  if (b0 >= 0xe0 && b0 <= 0xef) {
+    const bool second = b0 == 0xe0 ? (b1 >= 0xa0 && b1 <= 0xbf) : b0 == 0xed ? (b1 >= 0x80 && b1 <= 0x9f) : cont(i + 1);
+    return second && cont(i + 2) ? 3 : 0;
+  }
+  if (b0 >= 0xf0 && b0 <= 0xf4) {
+    const bool second = b0 == 0xf0 ? (b1 >= 0x90 && b1 <= 0xbf) : b0 == 0xf4 ? (b1 >= 0x80 && b1 <= 0x8f) : cont(i + 1);
+    return second && cont(i + 2) && cont(i + 3) ? 4 : 0;
+  }
+  return 0;
+}
+
+void append_escaped_byte(std::string& out, unsigned char u) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02x", u);
+  out += buf;
+}
+
+}  // namespace
+
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (const char ch : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
     const auto u = static_cast<unsigned char>(ch);
     if (ch == '\n') out += "\\n";
     else if (ch == '\t') out += "\\t";
     else if (ch == '\r') out += "\\r";
-    else if (u < 0x20 || u == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    } else {
-      out += ch;
+    else if (u < 0x20 || u == 0x7f) append_escaped_byte(out, u);
+    else if (u < 0x80) out += ch;
+    else if (const std::size_t len = utf8_sequence_length(text, i); len > 0) {  // a whole character, kept
+      out.append(text.substr(i, len));
+      i += len - 1;
+    } else {  // a byte of no well-formed character (invalid, or a character cut in two): escaped
+      append_escaped_byte(out, u);
     }
   }
   return out;
 }
+
+nlohmann::json parse_untrusted_json(std::string_view text) {
+  if (json_nesting_depth(text) > kMaxJsonDepth) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
+std::string dump_untrusted(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 std::string describe_input_error(const std::string& file, const std::exception& e) {
   const auto* j = dynamic_cast<const nlohmann::json::exception*>(&e);

@@ -22,8 +22,18 @@ std::size_t json_nesting_depth(std::string_view text, std::size_t limit = kMaxJs
 /// callback) can drop what the caller does not need while parsing.
 nlohmann::json read_json_file(const std::string& path, const nlohmann::json::parser_callback_t& keep = nullptr);
 
-/// `text` with control characters escaped (\n, \t, \x1b ...): safe to quote in an error line.
+/// `text` with control characters escaped (\n, \t, \x1b ...) and every byte that is not part of a
+/// well-formed UTF-8 character escaped as \xNN (invalid bytes, or a character cut in two by a length
+/// cap): safe to quote in an error line and to store in a JSON report (issue 48, H1).
 std::string printable(std::string_view text);
+
+/// Parses JSON a kernel or a child process wrote (a serve reply, a ready line): nesting deeper than
+/// kMaxJsonDepth or text that is not JSON gives a discarded value, never an exception or a recursion
+/// that overflows the stack (issue 48, H2).
+nlohmann::json parse_untrusted_json(std::string_view text);
+
+/// j as one line of JSON, invalid UTF-8 in its strings replaced by U+FFFD instead of throwing.
+std::string dump_untrusted(const nlohmann::json& j);
 
 /// One line for an error met while reading `file`: nlohmann's type, range and parse errors lose
 /// their "[json.exception...]" tag and gain the file (and the field's JSON pointer where nlohmann

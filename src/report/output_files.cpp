@@ -61,6 +61,6 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   out.commit();
 }
 
-void write_json_atomically(const std::string& path, const nlohmann::json& j) { write_file_atomically(path, j.dump(1) + "\n"); }
+void write_json_atomically(const std::string& path, const nlohmann::json& j) { write_file_atomically(path, j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"); }
 
 }  // namespace normcheck

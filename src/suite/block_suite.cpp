@@ -116,7 +116,7 @@ void journal(const BlockSuiteConfig& cfg, const RmsBlockCase& c, const BlockKern
                                {"worst", worst_element_json(j.worst, 0)}};
   std::lock_guard<std::mutex> lock(mu);
   std::ofstream f(cfg.journal_path, std::ios::app);
-  f << line.dump() << '\n';
+  f << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
 ItemResult run_item(const BlockSuiteConfig& cfg, const WorkItem& it, const std::vector<const BlockKernelEntry*>& kernels,

@@ -67,7 +67,7 @@ void journal(const ContractionSuiteConfig& cfg, const ItemResult& item, const Ou
     line["rejected"] = item.rejection;
   }
   std::lock_guard<std::mutex> lock(mu);
-  std::ofstream(cfg.journal_path, std::ios::app) << line.dump() << '\n';
+  std::ofstream(cfg.journal_path, std::ios::app) << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
 ItemResult run_item(const ContractionSuiteConfig& cfg, const WorkItem& it, std::mutex& mu) {
