@@ -466,3 +466,23 @@ TEST(Envelope, TheRadiusIsWithinItsSlackOfTheCertifiedMaximumOfTheExactMap) {
       }
     }
 }
+
+// Issue 48 M2: errors of 1e300 bound units (f64 outputs near 1e300 from a broken kernel) once made
+// the statistic inf / inf = NaN, written as bias.z = null against the schema. Such a group is left
+// out; the other rows still decide the statistic, and a half-ULP shift is still flagged.
+TEST(Bias, ErrorsOfAHugeNumberOfBoundUnitsLeaveTheStatisticFinite) {
+  Rng rng(7);
+  BiasAccumulator acc = synthetic(200, 0.0, 0.5, 3);
+  for (int i = 0; i < 4; ++i) {
+    std::vector<double> rho(64), s(64);
+    std::vector<uint64_t> cluster(64, static_cast<uint64_t>(1000 + i));
+    for (int j = 0; j < 64; ++j) {
+      s[j] = (rng.coin() ? 1 : -1) * (2 + rng.uniform());
+      rho[j] = std::copysign(1e308, s[j]);
+    }
+    acc.add_group(rho, s, {}, cluster);
+  }
+  acc.close_case();
+  EXPECT_TRUE(std::isfinite(acc.z())) << acc.z();
+  EXPECT_TRUE(acc.flagged()) << acc.z();
+}

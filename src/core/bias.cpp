@@ -42,6 +42,11 @@ void BiasAccumulator::add_group(const std::vector<double>& rho, const std::vecto
     }
   }
   if (m - rank < 2) return;
+  // A group whose products X_j are not all below 2^500 in magnitude (errors of 1e300 bound units:
+  // f64 outputs near 1e300 from a broken kernel) is left out: its squares could overflow the
+  // variance and make Z = inf / inf, a NaN that breaks the report (issue 48, M2).
+  for (Eigen::Index i = 0; i < m; ++i)
+    if (!(std::fabs(sv(i) * rv(i)) < 0x1p500)) return;
   const double scale = std::sqrt(static_cast<double>(m) / static_cast<double>(m - rank));
   for (Eigen::Index i = 0; i < m; ++i) open_[cluster[used[static_cast<size_t>(i)]]] += scale * sv(i) * rv(i);
   t_ += sv.dot(rv);
@@ -61,6 +66,9 @@ void BiasAccumulator::merge(const BiasAccumulator& o) {
   groups_ += o.groups_;
 }
 
-double BiasAccumulator::z() const { return v_ > 0 ? t_ / std::sqrt(v_) : 0.0; }
+double BiasAccumulator::z() const {
+  const double z = v_ > 0 ? t_ / std::sqrt(v_) : 0.0;
+  return std::isfinite(z) ? z : 0.0;  // a variance that overflowed over many groups: no statistic
+}
 
 }  // namespace normcheck

@@ -12,7 +12,9 @@ namespace {
 
 nlohmann::json record_json(const ContractionSuiteConfig& cfg, const ContractionRecord& r, size_t index, const std::string& report_path) {
   nlohmann::json worst = nullptr;
-  if (r.worst.case_index >= 0)
+  // A record whose every case is a kernel failure has a case but no element (index -1): no worst case,
+  // as the per-op records, rather than element.col = -1 against the schema (issue 48, M1).
+  if (r.worst.case_index >= 0 && r.worst.element.index >= 0)
     worst = {{"case_index", r.worst.case_index},
              {"generator", r.generator},
              {"case_seed", std::to_string(r.worst.case_seed)},
