@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 
 #include <algorithm>
 #include <fstream>
@@ -197,6 +198,55 @@ TEST(Shards, MergeRefusesACaseWhoseFamiliesTwoShardsBothRan) {
   EXPECT_NE(m.err.find("cover the LayerNorm kernels twice"), std::string::npos) << m.err;
   EXPECT_EQ(std::count(m.err.begin(), m.err.end(), '\n'), 1) << m.err;
   EXPECT_FALSE(fs::exists(dir / "m.json"));
+}
+
+TEST(Shards, MergeRefusesCraftedCountsInsteadOfOverflowing) {
+  // Issue 48 M3: the counts in shard_items are untrusted bytes. An accumulator whose element count
+  // is 2^63 - 1, or a run that claims 2^63 - 1 cases in each of two shards, once overflowed signed
+  // sums (negative counts, exit 0); now merge refuses with one line and writes nothing.
+  const fs::path dir = scratch() / "crafted_counts";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string opts = "run --quiet --suite quick --ops layernorm_forward rmsnorm_forward --dtypes f32 ";
+  for (int i = 0; i < 2; ++i)
+    ASSERT_LE(run_cli(opts + "--shard " + std::to_string(i) + "/2 --out " + (dir / ("s" + std::to_string(i) + ".json")).string()).exit_code, 1);
+  const nlohmann::json s0 = load(dir / "s0.json"), s1 = load(dir / "s1.json");
+  const auto refused = [&](const nlohmann::json& a, const nlohmann::json& b, const char* why) {
+    std::ofstream(dir / "a.json") << a.dump();
+    std::ofstream(dir / "b.json") << b.dump();
+    fs::remove(dir / "m.json");
+    const Outcome m = run_cli("merge " + (dir / "a.json").string() + " " + (dir / "b.json").string() + " --out " + (dir / "m.json").string());
+    EXPECT_EQ(m.exit_code, 2) << why << "\n" << m.out << m.err;
+    EXPECT_NE(m.err.find(why), std::string::npos) << m.err;
+    EXPECT_EQ(std::count(m.err.begin(), m.err.end(), '\n'), 1) << m.err;
+    EXPECT_FALSE(fs::exists(dir / "m.json")) << why;
+  };
+  // The untouched shards merge (the attacks below are what makes merge refuse).
+  {
+    const Outcome m = run_cli("merge " + (dir / "s0.json").string() + " " + (dir / "s1.json").string() + " --out " + (dir / "m.json").string());
+    ASSERT_LE(m.exit_code, 1) << m.err;
+  }
+  // (a) The first 8 bytes of an accumulator are its element count (little-endian): make it 2^63 - 1
+  // (ff ff ff ff ff ff ff 7f), keeping byte 8 (zero in the original: chars 8..11 encode bytes 6..8).
+  nlohmann::json a = s0;
+  std::string& acc = a.at("shard_items").at(0).at("partials").at(0).at("acc").get_ref<std::string&>();
+  ASSERT_EQ(acc.substr(8, 4), "AAAA") << acc.substr(0, 16);
+  acc.replace(0, 12, "/////////38A");
+  refused(a, s1, "count");
+  // (b) a section's cases planned and done (summed over shards): 2^63 - 1 in each shard.
+  for (int i = 0; i < 2; ++i)
+    ASSERT_LE(run_cli("run --quiet --suite quick --ops grouped_norm --dtypes f32 --shard " + std::to_string(i) + "/2 --out " +
+                      (dir / ("g" + std::to_string(i) + ".json")).string()).exit_code, 1);
+  nlohmann::json g0 = load(dir / "g0.json"), g1 = load(dir / "g1.json");
+  for (nlohmann::json* s : {&g0, &g1}) {
+    ASSERT_TRUE(s->at("grouped_norm").contains("cases_planned"));
+    (*s)["grouped_norm"]["cases_planned"] = (*s)["grouped_norm"]["cases_done"] = INT64_MAX;
+  }
+  refused(g0, g1, "cases_");
+  // (c) a part's row count beyond 2^53.
+  nlohmann::json c = s0;
+  c.at("shard_items").at(0)["n"] = int64_t{1} << 62;
+  refused(c, s1, "n 4611686018427387904 is not a count");
 }
 
 TEST(Shards, TheGnuParallelRecipeAsDocumentedEqualsTheUnshardedRun) {

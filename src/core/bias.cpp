@@ -5,6 +5,8 @@
 #include <Eigen/Dense>
 #include <Eigen/QR>
 
+#include "core/metrics.hpp"
+
 namespace normcheck {
 
 void BiasAccumulator::add_group(const std::vector<double>& rho, const std::vector<double>& s,
@@ -62,8 +64,8 @@ void BiasAccumulator::close_case() {
 void BiasAccumulator::merge(const BiasAccumulator& o) {
   t_ += o.t_;
   v_ += o.v_;
-  elements_ += o.elements_;
-  groups_ += o.groups_;
+  elements_ = checked_count_sum(elements_, o.elements_, "bias element count");
+  groups_ = checked_count_sum(groups_, o.groups_, "bias group count");
 }
 
 double BiasAccumulator::z() const {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 namespace normcheck {
 
@@ -161,20 +163,38 @@ void ErrorAccumulator::add(const ElementError& e, int64_t index) {
   }
 }
 
+int64_t checked_count_sum(int64_t a, int64_t b, const char* what) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) throw std::overflow_error(std::string(what) + "s overflow a 64-bit integer (a crafted report?)");
+  return sum;
+}
+
+bool ErrorAccumulator::counts_plausible() const {
+  const auto ok = [](int64_t c) { return c >= 0 && c <= kMaxPlausibleCount; };
+  for (int64_t c : {count_, nonfinite_, violations_, void_bounds_, uncertified_, undecided_, exact_overflow_, envelope_void_, loose_,
+                    rounding_undecided_, rigor_violations_, overflow_survived_})
+    if (!ok(c)) return false;
+  for (int64_t c : regime_counts_)
+    if (!ok(c)) return false;
+  for (int64_t c : ulp_hist_)
+    if (!ok(c)) return false;
+  return worst_index_ >= -1 && max_ulp_distance_ >= 0 && worst_regime_ < 16;
+}
+
 void ErrorAccumulator::merge(const ErrorAccumulator& o) {
-  count_ += o.count_;
-  nonfinite_ += o.nonfinite_;
-  violations_ += o.violations_;
-  rigor_violations_ += o.rigor_violations_;
+  count_ = checked_count_sum(count_, o.count_);
+  nonfinite_ = checked_count_sum(nonfinite_, o.nonfinite_);
+  violations_ = checked_count_sum(violations_, o.violations_);
+  rigor_violations_ = checked_count_sum(rigor_violations_, o.rigor_violations_);
   max_rigor_ratio_ = std::max(max_rigor_ratio_, o.max_rigor_ratio_);
   max_envelope_ratio_ = std::max(max_envelope_ratio_, o.max_envelope_ratio_);
-  void_bounds_ += o.void_bounds_;
-  loose_ += o.loose_;
-  uncertified_ += o.uncertified_;
-  exact_overflow_ += o.exact_overflow_;
-  envelope_void_ += o.envelope_void_;
-  rounding_undecided_ += o.rounding_undecided_;
-  undecided_ += o.undecided_;
+  void_bounds_ = checked_count_sum(void_bounds_, o.void_bounds_);
+  loose_ = checked_count_sum(loose_, o.loose_);
+  uncertified_ = checked_count_sum(uncertified_, o.uncertified_);
+  exact_overflow_ = checked_count_sum(exact_overflow_, o.exact_overflow_);
+  envelope_void_ = checked_count_sum(envelope_void_, o.envelope_void_);
+  rounding_undecided_ = checked_count_sum(rounding_undecided_, o.rounding_undecided_);
+  undecided_ = checked_count_sum(undecided_, o.undecided_);
   max_ulp_ = std::max(max_ulp_, o.max_ulp_);
   max_ulp_normal_ = std::max(max_ulp_normal_, o.max_ulp_normal_);
   max_ulp_distance_ = std::max(max_ulp_distance_, o.max_ulp_distance_);
@@ -187,9 +207,9 @@ void ErrorAccumulator::merge(const ErrorAccumulator& o) {
     worst_index_ = o.worst_index_;
     worst_regime_ = o.worst_regime_;
   }
-  overflow_survived_ += o.overflow_survived_;
-  for (int bit = 0; bit < 4; ++bit) regime_counts_[bit] += o.regime_counts_[bit];
-  for (size_t b = 0; b < ulp_hist_.size(); ++b) ulp_hist_[b] += o.ulp_hist_[b];
+  overflow_survived_ = checked_count_sum(overflow_survived_, o.overflow_survived_);
+  for (int bit = 0; bit < 4; ++bit) regime_counts_[bit] = checked_count_sum(regime_counts_[bit], o.regime_counts_[bit]);
+  for (size_t b = 0; b < ulp_hist_.size(); ++b) ulp_hist_[b] = checked_count_sum(ulp_hist_[b], o.ulp_hist_[b]);
   diff_sq_ += o.diff_sq_;
   ref_sq_ += o.ref_sq_;
 }

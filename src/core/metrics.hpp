@@ -70,6 +70,13 @@ ElementError measure_element(double got, const CertifiedValue& ref, DType dtype,
 /// the last bucket also everything larger and non-finite errors (docs/report-format.md).
 inline constexpr int kUlpBuckets = 48;
 
+/// The largest element count a run can produce (2^53: beyond any memory; sums of a few million
+/// such counts cannot overflow int64). Counts read from reports are checked against it.
+inline constexpr int64_t kMaxPlausibleCount = int64_t{1} << 53;
+
+/// a + b, or std::overflow_error naming `what` when the sum leaves int64 (counts from untrusted reports).
+int64_t checked_count_sum(int64_t a, int64_t b, const char* what = "element count");
+
 /// The histogram bucket of an ULP error.
 int ulp_bucket(double ulp_err);
 
@@ -79,7 +86,11 @@ class ErrorAccumulator {
   /// Adds one element; `index` identifies it for worst-case reporting.
   void add(const ElementError& e, int64_t index);
   /// Merges another accumulator (the other's indices must already be globally meaningful).
+  /// Throws std::overflow_error when a count would overflow (only crafted shard bytes can do that).
   void merge(const ErrorAccumulator& other);
+  /// Whether every count is one a run can produce (0 to kMaxPlausibleCount; the worst index -1 or
+  /// more): accumulators read back from a shard report are untrusted bytes (issue 48 M3).
+  bool counts_plausible() const;
 
   int64_t count() const { return count_; }  ///< elements with a verdict (bound or envelope)
   int64_t nonfinite_mismatches() const { return nonfinite_; }

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/shell_quote.hpp"
+#include "report/json_input.hpp"
 #include "report/report.hpp"
 
 namespace normcheck::nightly {
@@ -13,7 +14,7 @@ using nlohmann::json;
 
 [[noreturn]] void refuse(const std::string& why) { throw std::invalid_argument(why); }
 
-int64_t cases_of(const json& record) { return record.value("cases", int64_t{0}); }
+int64_t cases_of(const json& record) { return report_count(record, "cases"); }
 
 /// The replay command of a merged record points at the merged report.
 void repoint_replay(json& record, const std::string& shard_path, const std::string& out_path) {
@@ -114,14 +115,14 @@ std::vector<FlagCheck> recompute_flags(const json& records, const std::vector<DT
     if (!r.contains("variant") || !r.at("variant").is_string()) refuse("a record has no variant");
     ops.push_back(r.value("op", std::string("linear_rmsnorm")));  // block records name no op
     views.push_back({r.at("variant").get_ref<const std::string&>(), *dt, generators.back(), cases_of(r),
-                     r.value("failed_cases", int64_t{0}) > 0, ops.back()});
+                     report_count(r, "failed_cases") > 0, ops.back()});
   }
   return evaluate_flags(dtypes, views);
 }
 
 int64_t sum_of(const std::vector<const json*>& parts, const char* key) {
   int64_t n = 0;
-  for (const json* s : parts) n += s->value(key, int64_t{0});
+  for (const json* s : parts) n = add_report_counts(n, report_count(*s, key));
   return n;
 }
 

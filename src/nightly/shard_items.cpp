@@ -1,11 +1,13 @@
 #include "nightly/shard_items.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 
 #include "report/case_json.hpp"
+#include "report/json_input.hpp"
 
 namespace normcheck::nightly {
 namespace {
@@ -60,6 +62,29 @@ T from_bytes(const json& j) {
   return v;
 }
 
+/// An accumulator read back from a shard: its counts are untrusted and checked before any sum.
+ErrorAccumulator accumulator_of(const json& j) {
+  const auto acc = from_bytes<ErrorAccumulator>(j);
+  if (!acc.counts_plausible()) throw std::invalid_argument("shard_items: an accumulator with impossible counts (negative or beyond 2^53)");
+  return acc;
+}
+
+/// A count read from a shard report: an integer from 0 to kMaxPlausibleCount.
+int64_t count_of(const json& j, const char* what) {
+  if (!j.is_number_integer()) throw std::invalid_argument(std::string("shard_items: ") + what + " is not an integer");
+  const int64_t n = j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(kMaxPlausibleCount) ? -1 : j.get<int64_t>();
+  if (n < 0 || n > kMaxPlausibleCount)
+    throw std::invalid_argument(std::string("shard_items: ") + what + " " + j.dump() + " is not a count from 0 to 2^53 (a crafted or corrupt shard)");
+  return n;
+}
+
+BiasAccumulator bias_of(const json& b) {
+  const BiasAccumulator::State s{parse_hexfloat(b.at(0).get<std::string>()), parse_hexfloat(b.at(1).get<std::string>()),
+                                 count_of(b.at(2), "a bias element count"), count_of(b.at(3), "a bias group count")};
+  if (!std::isfinite(s.t) || !std::isfinite(s.v) || s.v < 0) throw std::invalid_argument("shard_items: a bias statistic that is not finite");
+  return BiasAccumulator::from_state(s);
+}
+
 json partial_json(const CasePartial& p) {
   const OutputJudgement& j = p.judgement;
   const BiasAccumulator::State b = j.bias.state();
@@ -76,8 +101,8 @@ CasePartial partial_from(const json& p) {
   out.record = p.at("record").get<size_t>();
   OutputJudgement& j = out.judgement;
   j.output = p.at("output").get<std::string>();
-  j.acc = from_bytes<ErrorAccumulator>(p.at("acc"));
-  j.own = from_bytes<ErrorAccumulator>(p.at("own"));
+  j.acc = accumulator_of(p.at("acc"));
+  j.own = accumulator_of(p.at("own"));
   j.worst = from_bytes<WorstElement>(p.at("worst"));
   j.failed = p.at("failed").get<bool>();
   j.own_failed = p.at("own_failed").get<bool>();
@@ -85,12 +110,10 @@ CasePartial partial_from(const json& p) {
   j.declined = p.at("declined").get<bool>();
   if (p.contains("looser")) {
     j.has_looser = true;
-    j.looser = from_bytes<ErrorAccumulator>(p.at("looser").at(0));
+    j.looser = accumulator_of(p.at("looser").at(0));
     j.looser_failed = p.at("looser").at(1).get<bool>();
   }
-  const json& b = p.at("bias");
-  j.bias = BiasAccumulator::from_state({parse_hexfloat(b.at(0).get<std::string>()), parse_hexfloat(b.at(1).get<std::string>()),
-                                        b.at(2).get<int64_t>(), b.at(3).get<int64_t>()});
+  j.bias = bias_of(p.at("bias"));
   return out;
 }
 
@@ -100,13 +123,13 @@ std::string accumulator_bytes(const ErrorAccumulator& acc) { return bytes_of(acc
 
 ErrorAccumulator accumulator_from_bytes(const json& j) {
   if (!j.is_string()) throw std::invalid_argument("acc_bytes: not a string");
-  return from_bytes<ErrorAccumulator>(j);
+  return accumulator_of(j);
 }
 
 ShardRecordAccumulator shard_record_accumulator(const json& record, const std::string& section) {
   const auto dt = parse_dtype(record.at("storage").get<std::string>());
   if (!dt) throw std::invalid_argument("a " + section + " record has an unknown storage dtype");
-  ShardRecordAccumulator out{*dt, {}, record.value("cases", int64_t{0}) > 0};
+  ShardRecordAccumulator out{*dt, {}, report_count(record, "cases") > 0};
   if (!out.ran) return out;
   if (!record.contains("acc_bytes")) throw std::invalid_argument("a " + section + " shard record has no acc_bytes (not a shard report?)");
   out.acc = accumulator_from_bytes(record.at("acc_bytes"));
@@ -139,8 +162,8 @@ std::vector<std::pair<int64_t, CaseResult>> shard_items_from_json(const json& j)
       CaseResult item;
       item.seed = std::stoull(e.at("seed").get<std::string>());
       item.digest = std::stoull(e.at("digest").get<std::string>());
-      item.rows = e.at("rows").get<int64_t>();
-      item.n = e.at("n").get<int64_t>();
+      item.rows = count_of(e.at("rows"), "rows");
+      item.n = count_of(e.at("n"), "n");
       item.eps = parse_hexfloat(e.at("eps").get<std::string>());
       item.families = {e.at("families").at(0).get<bool>(), e.at("families").at(1).get<bool>()};
       for (const json& o : e.at("oracle"))

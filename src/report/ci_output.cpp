@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "report/json_input.hpp"
 #include "report/verdicts.hpp"
 
 namespace normcheck {
@@ -118,11 +119,11 @@ RecordCounts record_counts(const nlohmann::json& report) {
       const std::string verdict = text(r, "verdict");
       if (verdict == "not_run") {
         ++c.not_run;
-        c.declined_cases += r.value("declined_cases", int64_t{0});
+        c.declined_cases = add_report_counts(c.declined_cases, report_count(r, "declined_cases"));
         continue;
       }
       ++c.judged;
-      c.declined_cases += r.value("declined_cases", int64_t{0});
+      c.declined_cases = add_report_counts(c.declined_cases, report_count(r, "declined_cases"));
       if (verdict == "flagged") ++c.flagged;
       if (verdict == "looser_contract") ++c.looser_contract;
       if (!is_failing_verdict(verdict)) continue;
@@ -146,8 +147,8 @@ std::string record_counts_text(const RecordCounts& c) {
 CaseTotals case_totals(const nlohmann::json& report) {
   CaseTotals t;
   const auto add = [&t](const nlohmann::json& j) {
-    t.done += j.value("cases_done", int64_t{0});
-    t.planned += j.value("cases_planned", int64_t{0});
+    t.done = add_report_counts(t.done, report_count(j, "cases_done"));
+    t.planned = add_report_counts(t.planned, report_count(j, "cases_planned"));
   };
   for (const auto& [key, section] : report.items())
     if (section.is_object() && section.contains("cases_planned") && section.at("cases_planned").is_number_integer()) add(section);

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/metrics.hpp"
+
 namespace normcheck {
 
 std::size_t json_nesting_depth(std::string_view text, std::size_t limit) {
@@ -114,5 +116,16 @@ std::string describe_input_error(const std::string& file, const std::exception& 
   const char* kind = dynamic_cast<const nlohmann::json::parse_error*>(&e) != nullptr ? "is not valid JSON" : "is malformed";
   return "'" + printable(file) + "' " + kind + (field.empty() ? "" : " at field " + printable(field)) + ": " + printable(what);
 }
+
+int64_t report_count(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) return 0;
+  const nlohmann::json& v = j.at(key);
+  const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(kMaxPlausibleCount)
+                                               : v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxPlausibleCount;
+  if (!in_range) throw std::invalid_argument(std::string("field '") + key + "' is not a count from 0 to 2^53: " + printable(dump_untrusted(v).substr(0, 60)));
+  return v.get<int64_t>();
+}
+
+int64_t add_report_counts(int64_t a, int64_t b) { return checked_count_sum(a, b, "report count"); }
 
 }  // namespace normcheck

@@ -2,6 +2,7 @@
 /// Reading JSON a user hands in (reports for replay, diff, merge, render): bounded nesting, and
 /// errors that name the file and the field in one printable line.
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -34,6 +35,14 @@ nlohmann::json parse_untrusted_json(std::string_view text);
 
 /// j as one line of JSON, invalid UTF-8 in its strings replaced by U+FFFD instead of throwing.
 std::string dump_untrusted(const nlohmann::json& j);
+
+/// The count `key` of a report object: 0 when absent, else an integer from 0 to 2^53
+/// (kMaxPlausibleCount); anything else throws std::invalid_argument naming the field. Reports are
+/// untrusted: a crafted count must not overflow the sums merge and render make (issue 48, M3).
+int64_t report_count(const nlohmann::json& j, const char* key);
+
+/// Sum of counts read from reports; std::overflow_error where int64 would overflow.
+int64_t add_report_counts(int64_t a, int64_t b);
 
 /// One line for an error met while reading `file`: nlohmann's type, range and parse errors lose
 /// their "[json.exception...]" tag and gain the file (and the field's JSON pointer where nlohmann

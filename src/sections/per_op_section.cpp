@@ -17,6 +17,7 @@
 #include "core/suggest.hpp"
 #include "report/schema_check.hpp"
 #include "report/case_json.hpp"
+#include "report/json_input.hpp"
 #include "report/report.hpp"
 #include "report/terminal_summary.hpp"
 #include "sections/replay_external.hpp"
@@ -250,8 +251,8 @@ class PerOpSection final : public Section {
     int64_t planned = 0, done = 0;
     for (const nightly::ShardReport& s : shards) {
       const json& sr = s.report.at("run");
-      planned += sr.value("cases_planned", int64_t{0});
-      done += sr.value("cases_done", int64_t{0});
+      planned = add_report_counts(planned, report_count(sr, "cases_planned"));
+      done = add_report_counts(done, report_count(sr, "cases_done"));
       if (run.contains("oracle") && sr.contains("oracle")) {
         json& bits = run["oracle"]["max_precision_bits_used"];
         bits = std::max(bits.is_number() ? bits.get<int>() : 0, sr.at("oracle").value("max_precision_bits_used", 0));
