@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <map>
 #include <set>
 
@@ -459,4 +460,67 @@ TEST(CallLayout, EveryByteOutsideTheOutputElementsIsCheckedAfterTheCall) {
   // Outputs start as the NaN sentinel, padding too; inputs hold the case's values.
   EXPECT_TRUE(std::isnan(read_slot(before.data(), l.y, DType::f32)[4]));
   EXPECT_EQ(read_slot(before.data(), l.x, DType::f32), c.x);
+}
+
+namespace {
+
+int64_t failed_cases(const nlohmann::json& report, std::string* first = nullptr) {
+  int64_t cases = 0;
+  for (const auto& r : report.at("records")) {
+    cases += r.at("kernel_failures").at("cases").get<int64_t>();
+    if (first && first->empty()) *first = r.at("kernel_failures").at("first").get<std::string>();
+  }
+  return cases;
+}
+
+}  // namespace
+
+// Issue 48 M5: a plugin that grows its shared call block (it holds the memfd on fd 5) fails the call
+// it did that in, and its worker is replaced: every later call passes (the worker used to stay and
+// fail each later call with "cannot size the shared call block").
+TEST(HostilePlugins, ResizingTheSharedCallBlockFailsOnlyThatCall) {
+  const fs::path out = scratch() / "plugin_grow.json", marker = scratch() / "grow.marker";
+  fs::remove(marker);
+  const Outcome o = run_cli("run --kernel " + plugin("grow_block") + " --ops layernorm_forward --dtypes f32 --suite quick --threads 1 --out " +
+                                out.string(),
+                            "NC_TEST_MARKER=" + marker.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  std::string first;
+  const nlohmann::json j = load_json(out);
+  EXPECT_EQ(failed_cases(j, &first), 1) << first;
+  EXPECT_NE(first.find("changed the size of its shared call block"), std::string::npos) << first;
+  EXPECT_TRUE(fs::exists(marker));  // the plugin did misbehave
+}
+
+// Issue 48 (low): what a plugin writes to stderr reaches normcheck's stderr up to 1 MiB per worker
+// process, then one line says the rest is dropped (4 MiB per call used to pass straight through).
+TEST(HostilePlugins, AStderrFloodIsCappedPerWorker) {
+  const fs::path out = scratch() / "plugin_stderr_flood.json";
+  const Outcome o = run_cli("run --kernel " + plugin("stderr_flood") + " --ops layernorm_forward --dtypes f32 --suite quick --threads 2 --out " +
+                            out.string());
+  EXPECT_EQ(o.exit_code, 0) << o.out;
+  EXPECT_EQ(failed_cases(load_json(out)), 0);
+  EXPECT_LE(o.err.size(), size_t{2} * ((1u << 20) + 4096)) << "two workers, 1 MiB each";
+  EXPECT_NE(o.err.find("wrote more than 1 MiB to stderr; the rest is dropped"), std::string::npos);
+}
+
+// Issue 48 (low): a plugin's grandchild that leaves the worker's process group (setsid and a double
+// fork) does not outlive the run: normcheck adopts it as a subreaper and kills it at the end.
+TEST(HostilePlugins, GrandchildrenThatEscapeTheProcessGroupDoNotOutliveTheRun) {
+  const fs::path out = scratch() / "plugin_escape.json", dir = scratch() / "escape";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const Outcome o = run_cli("run --kernel " + plugin("escape") + " --ops layernorm_forward --dtypes f32 --suite quick --threads 2 --out " +
+                                out.string(),
+                            "NC_TEST_MARKER=" + (dir / "pid").string());
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  int escaped = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();  // pid.<pid of the grandchild>
+    const pid_t pid = static_cast<pid_t>(std::stol(name.substr(name.find('.') + 1)));
+    ++escaped;
+    EXPECT_NE(::kill(pid, 0), 0) << "grandchild " << pid << " is still running";
+    ::kill(pid, SIGKILL);  // never leave it behind, whatever the verdict
+  }
+  EXPECT_GE(escaped, 1);
 }

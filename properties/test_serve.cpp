@@ -768,3 +768,39 @@ TEST(Hostile, OutputsThatAreFifosOrHugeFailTheirCallWithoutBeingRead) {
   expect_valid_complete_report(out, o);
   EXPECT_NE(failures(load_json(out)).first.find("6442450944 bytes; a .npy of shape"), std::string::npos) << failures(load_json(out)).first;
 }
+
+// Issue 48 M4: a serve command's stderr goes through a pipe into stderr.txt, which is emptied
+// whenever it would pass 8 MiB (it grew by 3 MiB a call, 1.2 GB after four calls of a real flood,
+// in /dev/shm); the last line is still the one the failure message quotes.
+TEST(Hostile, AServeCommandsStderrFileIsCappedAndKeepsItsLastLine) {
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const fs::path out = scratch() / "hostile_stderr.json", sizes = scratch() / "stderr_sizes.txt";
+  fs::remove(sizes);
+  const std::string flood = write_server(
+      "stderr_flood", "sys.stderr.write(('e' * 4095 + '\\n') * 768); sys.stderr.flush(); time.sleep(0.05); "
+                      "open('" + sizes.string() + "', 'a').write(str(os.path.getsize(os.path.join(os.environ['NORMCHECK_SERVE_DIR'], 'stderr.txt'))) + '\\n'); "
+                      "(sys.stderr.write('goodbye from the flood\\n'), sys.stderr.flush(), os._exit(3)) if request['call'] == 6 else None");
+  const Outcome o = run_cli(serve_run(flood, "--threads 1", out));
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  expect_valid_complete_report(out, o);
+  EXPECT_NE(failures(load_json(out)).first.find("exited with status 3: goodbye from the flood"), std::string::npos)
+      << failures(load_json(out)).first;
+  std::ifstream f(sizes);
+  int seen = 0;
+  for (long long size; f >> size; ++seen) EXPECT_LE(size, (8ll << 20) + 4096) << "stderr.txt after call " << seen + 1;
+  EXPECT_GE(seen, 6);  // 18 MiB written before the last call
+}
+
+// Issue 48 (low): a serve command that closes its stdout but does not exit is killed by normcheck
+// after its grace period, and the failure says so (it used to read "crashed with signal 9").
+TEST(Hostile, AServeCommandKilledByTheHarnessIsNotReportedAsACrash) {
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const fs::path out = scratch() / "hostile_lingering.json";
+  // exec: /bin/sh would otherwise stay the parent and keep the pipe open
+  const std::string linger = "exec " + write_server("linger", "(os.close(1), time.sleep(600)) if request['call'] == 2 else None");
+  const Outcome o = run_cli(serve_run(linger, "--threads 1", out));
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  const std::string first = failures(load_json(out)).first;
+  EXPECT_NE(first.find("did not exit and was killed by normcheck"), std::string::npos) << first;
+  EXPECT_EQ(first.find("signal 9"), std::string::npos) << first;
+}

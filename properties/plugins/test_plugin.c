@@ -16,6 +16,12 @@
  *   ROUND_AWAY         the same, rounding the outputs away from zero
  * A hostile one (issue 15): FLOOD writes bytes into the worker's reply pipe (fd 4) from a thread
  *   for ever and hangs: the harness's time limit must still fire.
+ * Hostile ones of issue 48, each otherwise GOOD:
+ *   GROW_BLOCK    on the first call of the run (no file at $NC_TEST_MARKER yet: it creates it) grows
+ *                 the shared call block (fd 5) by 1 MiB: that call fails, the worker is replaced
+ *   STDERR_FLOOD  writes 4 MiB to stderr on every call
+ *   ESCAPE        on the first call of each worker starts a grandchild in a session of its own
+ *                 (setsid, double fork) that writes its pid to $NC_TEST_MARKER.<pid> and sleeps
  * Sound, but not two-pass (issue 42 item 3), every dtype:
  *   WELFORD_CHUNKED    LayerNorm statistics as PyTorch's CPU kernel computes them: Welford over chunks
  *                      of 8 elements (mean += delta * (1/k), M2 = fma(delta, x - mean, M2)), the chunk
@@ -54,12 +60,16 @@
 #define NC_BEHAVIOUR_FLOOD 13
 #define NC_BEHAVIOUR_WELFORD_CHUNKED 14
 #define NC_BEHAVIOUR_WELFORD_DECLARED 15
+#define NC_BEHAVIOUR_GROW_BLOCK 16
+#define NC_BEHAVIOUR_STDERR_FLOOD 17
+#define NC_BEHAVIOUR_ESCAPE 18
+#define HOSTILE_GOOD (NC_BEHAVIOUR >= NC_BEHAVIOUR_GROW_BLOCK)
 
 #define WELFORD (NC_BEHAVIOUR == NC_BEHAVIOUR_WELFORD_CHUNKED || NC_BEHAVIOUR == NC_BEHAVIOUR_WELFORD_DECLARED)
 #define WELFORD_CHUNK 8
 
 #define DIRECTED (NC_BEHAVIOUR == NC_BEHAVIOUR_TRUNCATE || NC_BEHAVIOUR == NC_BEHAVIOUR_ROUND_AWAY)
-#define ALL_DTYPES (NC_BEHAVIOUR >= NC_BEHAVIOUR_NAN && !DIRECTED)
+#define ALL_DTYPES (NC_BEHAVIOUR >= NC_BEHAVIOUR_NAN && !DIRECTED && !HOSTILE_GOOD)
 
 static int supports(nc_op op, nc_dtype dtype) {
   (void)op;
@@ -294,7 +304,57 @@ static void* flood(void* unused) {
 }
 #endif
 
+#if HOSTILE_GOOD
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#if NC_BEHAVIOUR == NC_BEHAVIOUR_GROW_BLOCK
+/* The first call of the run: creates $NC_TEST_MARKER and says 1, else 0. */
+static int first_call_of_run(void) {
+  const char* marker = getenv("NC_TEST_MARKER");
+  if (!marker) return 0;
+  const int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) return 0;
+  close(fd);
+  return 1;
+}
+#endif
+static void misbehave(void) {
+#if NC_BEHAVIOUR == NC_BEHAVIOUR_GROW_BLOCK
+  struct stat st;
+  if (first_call_of_run() && fstat(5, &st) == 0) (void)!ftruncate(5, st.st_size + (1 << 20));
+#elif NC_BEHAVIOUR == NC_BEHAVIOUR_STDERR_FLOOD
+  static char line[4096];
+  if (!line[0]) {
+    memset(line, 'e', sizeof line - 1);
+    line[sizeof line - 1] = '\n';
+  }
+  for (int k = 0; k < 1024; ++k) (void)!write(2, line, sizeof line);
+#elif NC_BEHAVIOUR == NC_BEHAVIOUR_ESCAPE
+  static int started = 0;
+  const char* marker = getenv("NC_TEST_MARKER");
+  if (started || !marker) return;
+  started = 1;
+  if (fork() == 0) {
+    setsid();
+    if (fork() == 0) {
+      for (int fd = 3; fd <= 6; ++fd) close(fd);
+      char path[4096];
+      snprintf(path, sizeof path, "%s.%d", marker, (int)getpid());
+      FILE* f = fopen(path, "w");
+      if (f) fclose(f);
+      for (int k = 0; k < 600; ++k) sleep(1);
+    }
+    _exit(0);
+  }
+#endif
+}
+#endif
+
 static nc_status run(const nc_norm_args* a, char* message, size_t size) {
+#if HOSTILE_GOOD
+  misbehave();
+#endif
 #if NC_BEHAVIOUR == NC_BEHAVIOUR_FLOOD
   pthread_t t;
   pthread_create(&t, NULL, flood, NULL);

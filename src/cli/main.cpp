@@ -35,6 +35,13 @@ void keep_freed_memory() {
 #endif
 }
 
+/// At every return from main: no grandchild of a kernel that escaped its worker's process group
+/// (setsid, double fork) outlives the command (issue 48).
+struct KillAdoptedDescendantsAtExit {
+  KillAdoptedDescendantsAtExit() { normcheck::external::adopt_orphaned_descendants(); }
+  ~KillAdoptedDescendantsAtExit() { normcheck::external::kill_adopted_descendants(); }
+};
+
 std::string joined_args(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
@@ -46,6 +53,7 @@ std::string joined_args(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "__plugin-worker") return normcheck::external::plugin_worker_main(argc, argv);
   keep_freed_memory();
+  const KillAdoptedDescendantsAtExit no_escaped_children;
   std::signal(SIGPIPE, SIG_IGN);  // a dead worker's pipe is an error to report, not a reason to die
   for (const int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_fatal_signal);  // run installs its own
   normcheck::cli::CommandLine cl;

@@ -1,9 +1,11 @@
 #include "external/child_process.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,6 +13,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -61,6 +65,45 @@ void register_live(pid_t pid) {
   }
 }
 
+bool is_live(pid_t pid) {
+  for (const auto& slot : g_live)
+    if (slot.load() == pid) return true;
+  return false;
+}
+
+/// The parent pid in /proc/<pid>/stat (-1 if unreadable): the field after the parenthesised name.
+pid_t parent_of(const char* pid_text) {
+  char path[64], buf[512];
+  std::snprintf(path, sizeof path, "/proc/%s/stat", pid_text);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const ssize_t k = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (k <= 0) return -1;
+  buf[k] = '\0';
+  const char* close_paren = std::strrchr(buf, ')');
+  char state = 0;
+  int ppid = -1;
+  if (!close_paren || std::sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2) return -1;
+  return ppid;
+}
+
+/// This process's children that it did not start (orphans of its children's descendants,
+/// re-parented here because it is a subreaper).
+std::vector<pid_t> adopted_children() {
+  std::vector<pid_t> found;
+  DIR* d = opendir("/proc");
+  if (!d) return found;
+  const pid_t self = getpid();
+  while (const dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    const pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
+    if (parent_of(e->d_name) == self && !is_live(pid)) found.push_back(pid);
+  }
+  closedir(d);
+  return found;
+}
+
 void unregister_live(pid_t pid) {
   for (auto& slot : g_live) {
     pid_t p = pid;
@@ -96,6 +139,23 @@ void kill_all_children() {
     const pid_t pid = slot.load();
     if (pid > 0) kill(-pid, SIGKILL);
   }
+}
+
+void adopt_orphaned_descendants() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+
+int kill_adopted_descendants() {
+  int killed = 0;
+  for (int round = 0; round < 16; ++round) {  // each round's victims may leave orphans of their own
+    const std::vector<pid_t> adopted = adopted_children();
+    if (adopted.empty()) break;
+    for (const pid_t pid : adopted) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      ++killed;
+    }
+  }
+  return killed;
 }
 
 double monotonic_s() {
@@ -168,6 +228,7 @@ std::string ChildProcess::spawn(const SpawnSpec& spec) {
   if (rc != 0) return fmt::format("cannot start {}: {}", args[0], std::strerror(rc));
   pid_ = pid;
   reaped_ = false;
+  killed_by_harness_ = false;
   status_ = 0;
   register_live(pid);
   return "";
@@ -195,6 +256,15 @@ bool ChildProcess::wait_until(double deadline_s) {
 
 void ChildProcess::kill_group() {
   if (pid_ > 0 && !reaped_) {
+    // a child that already ended keeps its own status; else the SIGKILL is ours, not its crash
+    if (waitpid(pid_, &status_, WNOHANG) == pid_) {
+      kill(-pid_, SIGKILL);
+      unregister_live(pid_);
+      reaped_ = true;
+      pid_ = -pid_;
+      return;
+    }
+    killed_by_harness_ = true;
     kill(-pid_, SIGKILL);
     kill(pid_, SIGKILL);
     while (waitpid(pid_, &status_, 0) < 0 && errno == EINTR) {
@@ -210,6 +280,7 @@ int ChildProcess::exit_status() const { return WEXITSTATUS(status_); }
 
 std::string ChildProcess::ended_how() const {
   if (!reaped_) return "is still running";
+  if (killed_by_harness_) return "did not exit and was killed by normcheck";
   if (WIFSIGNALED(status_))
     return fmt::format("crashed with signal {} ({})", WTERMSIG(status_), strsignal(WTERMSIG(status_)));
   return fmt::format("exited with status {}", WEXITSTATUS(status_));

@@ -34,7 +34,8 @@ class ChildProcess {
   bool wait_until(double deadline_s);
   /// Kills the process group and reaps the child (idempotent).
   void kill_group();
-  /// How the child ended: "crashed with signal 11 (Segmentation fault)", "exited with status 3".
+  /// How the child ended: "crashed with signal 11 (Segmentation fault)", "exited with status 3",
+  /// "did not exit and was killed by normcheck" (kill_group found it still running).
   std::string ended_how() const;
   bool exited_normally() const;
   int exit_status() const;  ///< valid when exited_normally()
@@ -42,7 +43,7 @@ class ChildProcess {
  private:
   pid_t pid_ = -1;
   int status_ = 0;
-  bool reaped_ = false;
+  bool reaped_ = false, killed_by_harness_ = false;
 };
 
 /// Monotonic seconds.
@@ -51,6 +52,15 @@ double monotonic_s();
 /// Kills the process group of every child still running (async-signal-safe: for the harness's
 /// SIGINT/SIGTERM handlers, so that no worker outlives an interrupted normcheck).
 void kill_all_children();
+
+/// Makes this process the subreaper of its descendants (prctl PR_SET_CHILD_SUBREAPER): a kernel's
+/// grandchild that left the worker's process group (setsid, a double fork) is re-parented here
+/// when its parent ends, instead of to init, so that kill_adopted_descendants() can find it.
+void adopt_orphaned_descendants();
+/// Kills and reaps every child of this process that it did not start through ChildProcess (those
+/// adopted as a subreaper), round after round until none is left: the number killed. For the
+/// end of a command, when no worker is starting.
+int kill_adopted_descendants();
 
 /// Writes all bytes to fd before the deadline: "" on success, else why not.
 std::string write_all(int fd, const void* data, size_t size, double deadline_s);

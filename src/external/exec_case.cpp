@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 
 #include "external/npy.hpp"
+#include "external/stderr_sink.hpp"
 #include "report/json_input.hpp"
 
 namespace normcheck::external {
@@ -85,10 +87,8 @@ std::string last_line(const std::filesystem::path& p) {
   f.seekg(0, std::ios::end);
   const std::streamoff size = f ? static_cast<std::streamoff>(f.tellg()) : 0;
   f.seekg(std::max<std::streamoff>(0, size - kTail));
-  std::string line, last;
-  while (std::getline(f, line))
-    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
-  return last.empty() ? "" : ": " + printable(last.substr(0, 200));
+  const std::string tail(std::istreambuf_iterator<char>(f), {});
+  return last_line_of(tail);
 }
 
 ScratchDir::~ScratchDir() {

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,6 +20,9 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+/// What one worker process may write to normcheck's stderr; the rest is dropped (with one line saying so).
+constexpr std::uintmax_t kMaxForwardedStderrBytes = std::uintmax_t{1} << 20;
+
 }  // namespace
 
 PluginWorker::~PluginWorker() {
@@ -31,7 +35,25 @@ PluginWorker::~PluginWorker() {
   close_fd(control_fd_);
 }
 
+long long PluginWorker::block_file_size() const {
+  struct stat st{};
+  return block_fd_ >= 0 && fstat(block_fd_, &st) == 0 ? static_cast<long long>(st.st_size) : -1;
+}
+
+void PluginWorker::discard_block() {
+  if (map_) munmap(map_, map_size_);
+  map_ = nullptr;
+  map_size_ = 0;
+  close_fd(block_fd_);
+}
+
 std::string PluginWorker::reserve(size_t bytes) {
+  // A plugin that resized the block between calls (a thread of its own) changed the worker's
+  // shared state: that process and its block go, this call gets fresh ones (issue 48 M5).
+  if (block_fd_ >= 0 && map_ && block_file_size() != static_cast<long long>(map_size_)) {
+    discard_process();
+    discard_block();
+  }
   if (block_fd_ < 0) {
     block_fd_ = memfd_create("normcheck_plugin_call", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (block_fd_ < 0) return std::string("cannot create the shared call block: ") + std::strerror(errno);
@@ -68,10 +90,17 @@ std::string PluginWorker::start() {
   SpawnSpec spec;
   spec.argv = {"/proc/self/exe", "__plugin-worker", library_};
   spec.fds = {{req_read, wire::kRequestFd}, {rep_write, wire::kReplyFd}, {block_fd_, wire::kBlockFd}, {control_fd_, wire::kControlFd}};
-  spec.stdout_path = "/dev/null";  // a chatty plugin never mixes into normcheck's summary; stderr is kept
+  spec.stdout_path = "/dev/null";  // a chatty plugin never mixes into normcheck's summary
+  StderrSinkOptions log;            // stderr is kept, up to a cap (a flooding plugin cannot drown normcheck's)
+  log.forward_fd = 2;
+  log.forward_cap = kMaxForwardedStderrBytes;
+  log.label = "plugin worker (" + library_ + ")";
+  if (std::string e = stderr_.open(log); !e.empty()) return e;
+  spec.fds.push_back({stderr_.child_end(), 2});
   const std::string err = child_.spawn(spec);
   close(req_read);
   close(rep_write);
+  stderr_.close_child_end();
   request_fd_ = req_write;
   reply_fd_ = rep_read;
   started_ = true;
@@ -85,7 +114,7 @@ std::string PluginWorker::start() {
   if (!e.empty()) {
     child_.wait_until(monotonic_s() + 5);
     child_.kill_group();
-    return e == "eof" ? child_.ended_how() : "worker " + e;
+    return e == "eof" ? child_.ended_how() + stderr_.last_line(0.2) : "worker " + e;
   }
   loaded.message[sizeof loaded.message - 1] = '\0';
   if (loaded.magic != wire::kMagic) return "the worker's first reply is corrupt";
@@ -193,11 +222,15 @@ WorkerOutcome PluginWorker::call(wire::Request req, double timeout_s) {
   if (!e.empty()) {  // end of file: the worker died; say how
     child_.wait_until(monotonic_s() + 5);
     child_.kill_group();
-    return fail(e == "eof" ? child_.ended_how() : "worker " + e);
+    return fail(e == "eof" ? child_.ended_how() + stderr_.last_line(0.2) : "worker " + e);
   }
   if (o.reply.magic != wire::kMagic) {
     child_.kill_group();
     return fail("the worker's reply is corrupt (something overwrote its shared control page)");
+  }
+  if (const long long now = block_file_size(); now != static_cast<long long>(map_size_)) {
+    child_.kill_group();  // its outputs are not read; the worker (process and block) is replaced
+    return fail(fmt::format("changed the size of its shared call block from {} to {} bytes (the worker is replaced)", map_size_, now));
   }
   if (dead_) {  // it replied, then died: the reply stands, the worker goes
     child_.kill_group();

@@ -11,6 +11,7 @@
 
 #include "external/child_process.hpp"
 #include "external/plugin_wire.hpp"
+#include "external/stderr_sink.hpp"
 #include "external/worker_pool.hpp"
 
 namespace normcheck::external {
@@ -45,9 +46,13 @@ class PluginWorker {
   std::string library_;
   double timeout_s_, startup_s_;
   ChildProcess child_;
+  StderrSink stderr_;  ///< the process's stderr, forwarded to normcheck's up to a cap
   std::string wait_reply(uint64_t seq, double deadline);
   bool process_gone();     ///< the worker process has exited (its reply pipe hung up)
   void discard_process();  ///< closes, kills and forgets the process; the next call starts another
+  void discard_block();    ///< unmaps and closes the shared call block; the next reserve creates another
+  /// The block file's size now (-1 if unknown): the plugin holds it on fd 5 and may have grown it.
+  long long block_file_size() const;
   int request_fd_ = -1, reply_fd_ = -1, block_fd_ = -1, control_fd_ = -1;
   void* map_ = nullptr;
   size_t map_size_ = 0;

@@ -12,6 +12,7 @@
 #include "external/exec_case.hpp"
 #include "external/npy.hpp"
 #include "external/serve_reply.hpp"
+#include "external/stderr_sink.hpp"
 #include "report/json_input.hpp"
 #include "external/worker_pool.hpp"
 
@@ -19,6 +20,9 @@ namespace normcheck::external {
 namespace {
 
 constexpr size_t kMaxLine = 1 << 20;
+/// A serve command's stderr.txt is emptied (with a note) whenever it would pass this: a server that
+/// logs for hours keeps at most this much of it in RAM (/dev/shm).
+constexpr std::uintmax_t kMaxStderrFileBytes = std::uintmax_t{8} << 20;
 constexpr const char* kFormat = "normcheck-serve-v1";
 
 /// "<name>.npy", or "<name>_out.npy" when an input has the name (batch norm's running statistics).
@@ -119,14 +123,18 @@ class ServeWorker {
     const auto [in_read, in_write] = cloexec_pipe();
     const auto [out_read, out_write] = cloexec_pipe();
     if (in_read < 0 || out_read < 0) return "serve: cannot create pipes";
+    StderrSinkOptions log;  // drained by a thread into a capped file: a chatty server cannot fill /dev/shm
+    log.file = (dir_.path / "stderr.txt").string();
+    log.file_cap = kMaxStderrFileBytes;
+    if (std::string e = stderr_.open(log); !e.empty()) return "serve: " + e;
     SpawnSpec s;
     s.argv = {"/bin/sh", "-c", spec_.command};
-    s.fds = {{in_read, 0}, {out_write, 1}};
+    s.fds = {{in_read, 0}, {out_write, 1}, {stderr_.child_end(), 2}};
     s.env = {{"NORMCHECK_SERVE_DIR", dir_.path.string()}};
-    s.stderr_path = (dir_.path / "stderr.txt").string();
     const std::string e = child_.spawn(s);
     close(in_read);
     close(out_write);
+    stderr_.close_child_end();
     to_child_ = in_write;
     from_child_ = out_read;
     if (!e.empty()) return "serve: " + e;
@@ -155,7 +163,7 @@ class ServeWorker {
       child_.wait_until(monotonic_s() + 2);
       child_.kill_group();
       const std::string how = e == "eof" ? child_.ended_how() : e;
-      return "serve command " + how + last_line(dir_.path / "stderr.txt");
+      return "serve command " + how + stderr_.last_line();
     }
     return "";
   }
@@ -177,6 +185,7 @@ class ServeWorker {
 
   ExecSpec spec_;
   ChildProcess child_;
+  StderrSink stderr_;
   ScratchDir dir_;
   int to_child_ = -1, from_child_ = -1;
   std::string pending_;
