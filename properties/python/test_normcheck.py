@@ -211,3 +211,69 @@ def test_the_contract_argument_chooses_the_class_and_a_chunked_welford_kernel_is
     assert all(r["contract"]["chosen"] == "welford" for r in welford.records)
     with pytest.raises(ValueError, match="contract"):
         normcheck.check(good_layer_norm, contract="three_pass")
+
+
+# Issue 48 M6: a kernel call that runs past ``timeout`` is interrupted and recorded as that case's
+# kernel failure, and the check goes on; Ctrl-C and sys.exit inside a kernel stop the check and are
+# raised again from it (they used to be recorded as kernel failures: a hanging kernel survived five
+# SIGINTs).
+def _nth_call_misbehaves(n, misbehave):
+    calls = [0]
+
+    def kernel(x, gamma, beta, eps):
+        calls[0] += 1
+        if calls[0] == n:
+            misbehave()
+        return good_layer_norm(x, gamma, beta, eps)
+
+    return kernel, calls
+
+
+def _spin_forever():
+    while True:
+        pass
+
+
+def test_a_hanging_python_kernel_is_interrupted_at_its_timeout_and_the_check_goes_on():
+    kernel, calls = _nth_call_misbehaves(2, _spin_forever)
+    result = normcheck.check(kernel, dtypes=("f32",), timeout=0.5)
+    failed = [r for r in result.records if r["kernel_failures"]["cases"]]
+    assert len(failed) == 1 and failed[0]["kernel_failures"]["cases"] == 1, failed
+    assert "timed out after 0.5 s (interrupted)" in failed[0]["kernel_failures"]["first"]
+    assert calls[0] > 10  # every later case ran
+    assert sum(r["elements"] for r in result.records) > 0
+
+
+def test_sys_exit_inside_a_kernel_stops_the_check_and_is_raised_again():
+    def leave():
+        raise SystemExit(5)
+
+    kernel, calls = _nth_call_misbehaves(3, leave)
+    with pytest.raises(SystemExit) as exit_info:
+        normcheck.check(kernel, dtypes=("f32",))
+    assert exit_info.value.code == 5 and calls[0] == 3  # nothing called after it
+    assert normcheck.check(good_layer_norm, dtypes=("f32",), cases=1).passed  # the next check is unaffected
+
+
+def test_ctrl_c_inside_a_kernel_stops_the_check_and_is_raised_again():
+    import os
+    import signal
+    import time
+
+    def interrupt():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # interrupted at once by the KeyboardInterrupt
+
+    for op in ("layernorm_forward", "layernorm_jvp"):
+        kernel, calls = _nth_call_misbehaves(3, interrupt)
+        fn = kernel if op == "layernorm_forward" else (lambda x, g, b, eps, dx, dg, db: kernel(x, g, b, eps) * 0)
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            normcheck.check(fn, op=op, dtypes=("f32",))
+        assert calls[0] == 3 and time.monotonic() - started < 4, op
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("inf"), float("nan"), "1", True])
+def test_a_timeout_that_is_not_a_positive_number_is_refused(timeout):
+    with pytest.raises(ValueError, match="timeout is a positive number of seconds or None"):
+        normcheck.check(good_layer_norm, dtypes=("f32",), timeout=timeout)

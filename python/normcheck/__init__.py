@@ -11,7 +11,7 @@ cases), ``testing.assert_accurate`` (pytest) and ``strategies`` (Hypothesis).
 from . import _normcheck
 from . import reference
 from .cases import generate, row_generators
-from .check import CheckResult, NormcheckFailure, check
+from .check import CheckResult, KernelTimeout, NormcheckFailure, check
 from .grouped import GroupedCall
 
-__all__ = ["check", "CheckResult", "NormcheckFailure", "GroupedCall", "reference", "generate", "row_generators"]
+__all__ = ["check", "CheckResult", "KernelTimeout", "NormcheckFailure", "GroupedCall", "reference", "generate", "row_generators"]

@@ -1,6 +1,8 @@
 """Judging a Python kernel in-process: the suite's cases through ``fn``, every element against the
 certified oracle with the same bounds, contracts and report as ``normcheck run`` (docs/python.md)."""
+import ctypes
 import json
+import threading
 
 from . import _normcheck
 from .frameworks import framework_named
@@ -31,11 +33,47 @@ _SECTION_KEYS = {"layernorm_jvp": "layernorm_jvp", "rmsnorm_jvp": "rmsnorm_jvp",
                  "grouped_norm": "grouped_norm", "axis_audit": "axis_audit"}
 
 
+class KernelTimeout(BaseException):
+    """Raised inside a kernel call that ran past ``check(..., timeout=...)``. A BaseException, so that
+    a kernel's own ``except Exception`` does not swallow it; the call is recorded as a kernel failure."""
+
+
+def _call_with_timeout(fn, timeout, *args):
+    """fn(*args), interrupted with KernelTimeout after ``timeout`` seconds (None: never). The
+    interruption is an asynchronous exception in the calling thread: it stops Python code and
+    interruptible waits, not a kernel blocked inside C code that never returns to the interpreter
+    (run such a kernel in serve mode, where a hung process is killed; docs/python.md)."""
+    if timeout is None:
+        return fn(*args)
+    lock, state, tid = threading.Lock(), {"done": False}, threading.get_ident()
+
+    def interrupt():
+        with lock:
+            if not state["done"]:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(tid), ctypes.py_object(KernelTimeout))
+
+    timer = threading.Timer(timeout, interrupt)
+    timer.daemon = True
+    try:
+        try:
+            timer.start()
+            return fn(*args)
+        finally:
+            with lock:
+                state["done"] = True
+            timer.cancel()
+    except KernelTimeout:
+        raise RuntimeError(f"timed out after {timeout} s (interrupted)") from None
+
+
 class NormcheckFailure(AssertionError):
     """A kernel failed its contract: the message names the worst element and how to rebuild the case."""
 
 
-def _adapter(fn, framework):
+def _adapter(fn, framework, timeout=None):
+    user_fn = fn
+    fn = lambda *args: _call_with_timeout(user_fn, timeout, *args)  # noqa: E731
+
     def call(op, dtype, case):
         to = lambda name: framework.to_kernel(case[name], dtype)  # noqa: E731
         eps = float(case["eps"])
@@ -70,8 +108,10 @@ def _shaped(framework, out, dtype, name, shape):
     return framework.from_kernel(out, dtype, name)
 
 
-def _section_adapter(fn, op, framework):
+def _section_adapter(fn, op, framework, timeout=None):
     """The callable as an in-process serve command: (op, dtype, manifest, inputs, outputs) -> dict."""
+    user_fn = fn
+    fn = lambda *args: _call_with_timeout(user_fn, timeout, *args)  # noqa: E731
 
     def call(wire_op, dtype, manifest_json, inputs, outputs):
         m = json.loads(manifest_json)
@@ -196,7 +236,8 @@ class CheckResult:
 
 
 def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cases=None, seed=None, framework="numpy",
-          device="cpu", report_only=False, generators=None, name=None, max_elements=None, block_form=None, contract="auto"):
+          device="cpu", report_only=False, generators=None, name=None, max_elements=None, block_form=None, contract="auto",
+          timeout=60.0):
     """Judges ``fn`` (signature by op: ``SIGNATURES``, ``SECTION_SIGNATURES``) on the suite's cases of
     ``op`` in each dtype, in this process: for the per-op ops its row generators and the committed
     corpus, for the others that section's cases (docs/python.md). ``cases``: cases per generator
@@ -205,7 +246,12 @@ def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cas
     computed); ``block_form``: what a ``linear_rmsnorm`` kernel computes; ``contract``: the class of a
     LayerNorm kernel's statistics, "auto" (the two-pass contract, and where the kernel fails it the
     Welford class's, reported as verdict "looser_contract"), "two_pass" or "welford" (docs/bounds.md
-    section 2.7). Returns a CheckResult."""
+    section 2.7); ``timeout``: seconds a kernel call may take before it is interrupted and recorded as a
+    kernel failure (None: no limit). Ctrl-C (KeyboardInterrupt) or sys.exit (SystemExit) inside the kernel
+    stops the check and is raised again from it: they are never recorded as the kernel's failures.
+    Returns a CheckResult."""
+    if timeout is not None and not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout < float("inf")):
+        raise ValueError(f"timeout is a positive number of seconds or None, not {timeout!r}")
     if contract not in ("auto", "two_pass", "welford"):
         raise ValueError(f"contract is 'auto', 'two_pass' or 'welford', not {contract!r}")
     if op not in SIGNATURES and op not in SECTION_SIGNATURES:
@@ -217,7 +263,7 @@ def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cas
     if op in SIGNATURES:
         if block_form is not None:
             raise ValueError("block_form is for op='linear_rmsnorm'")
-        text = _normcheck.check_kernel(_adapter(fn, fw), name, op, list(dtypes), suite, cases,
+        text = _normcheck.check_kernel(_adapter(fn, fw, timeout), name, op, list(dtypes), suite, cases,
                                        seed, list(generators or []), bool(report_only), int(max_elements or 0), contract)
         return CheckResult(json.loads(text))
     if max_elements is not None:
@@ -229,6 +275,6 @@ def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cas
                          "chooses its bound (docs/bounds.md section 11)")
     if op != "linear_rmsnorm" and block_form is not None:
         raise ValueError("block_form is for op='linear_rmsnorm'")
-    text = _normcheck.check_section(_section_adapter(fn, op, fw), name, op, list(dtypes), suite, cases, seed,
+    text = _normcheck.check_section(_section_adapter(fn, op, fw, timeout), name, op, list(dtypes), suite, cases, seed,
                                     list(generators or []), bool(report_only), block_form or "")
     return CheckResult(json.loads(text), section=_SECTION_KEYS[op])

@@ -3,6 +3,9 @@
 // run` (the callable is an external kernel "python:<name>": a per-op kernel entry, or for the other
 // sections an in-process serve command), plus the bindings of src/python/reference.cpp. The Python
 // package (python/normcheck) wraps it: framework conversions, result objects, pytest helpers.
+#include <memory>
+#include <optional>
+
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
@@ -16,6 +19,7 @@
 #include "suite/judge.hpp"
 #include "suite/runner.hpp"
 #include "suite/suites.hpp"
+#include "suite/work_items.hpp"
 
 using namespace normcheck;
 using namespace normcheck::python;
@@ -28,14 +32,44 @@ Op op_named(const std::string& name) {
   throw py::value_error("unknown op '" + name + "' (layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward)");
 }
 
+/// A KeyboardInterrupt or SystemExit raised inside the kernel (Ctrl-C, sys.exit): not the kernel's
+/// failure but the user's wish to stop. The first one is kept, the run stops (stop_requested), the
+/// call in flight is left unjudged, and `check` raises it again once the run has ended (issue 48 M6).
+struct PendingExit {
+  std::optional<py::error_already_set> error;
+};
+using PendingExitPtr = std::shared_ptr<PendingExit>;
+
+/// Whether `e` asks to stop the program; if so it is kept in `pending` and the run is stopped.
+bool keep_if_exit_request(py::error_already_set& e, PendingExit& pending) {
+  if (!e.matches(PyExc_KeyboardInterrupt) && !e.matches(PyExc_SystemExit)) return false;
+  if (!pending.error) pending.error = e;
+  stop_requested() = true;
+  return true;
+}
+
+/// After a run: clears the stop request and raises what the kernel raised to stop it, if anything.
+void raise_pending_exit(PendingExit& pending) {
+  stop_requested() = false;
+  if (pending.error) {
+    py::error_already_set e = *pending.error;
+    pending.error.reset();
+    throw e;
+  }
+}
+
 /// The Python kernel as an external kernel entry: `adapter(op, dtype, case)` returns the op's outputs
 /// as float64 arrays (the package converts from and to the framework); an exception, a wrong size
 /// or a value the dtype cannot hold is a kernel failure of that case.
-KernelEntry python_kernel(const py::function& adapter, const std::string& name, Op op, DType dt) {
+KernelEntry python_kernel(const py::function& adapter, const std::string& name, Op op, DType dt, PendingExitPtr pending) {
   KernelEntry k{"python:" + name, name, op, dt, dtype_info(dt).default_accum, false, {}};
-  k.run = [adapter, op, dt](const LayerNormCase& c) {
+  k.run = [adapter, op, dt, pending](const LayerNormCase& c) {
     py::gil_scoped_acquire gil;
     KernelOutputs out;
+    if (pending->error) {  // stopping: nothing more is called
+      out.skipped = true;
+      return out;
+    }
     try {
       const py::list outputs = adapter(std::string(op_name(op)), std::string(dtype_info(dt).name), case_dict(c));
       const std::vector<std::string>& names = op_outputs(op);
@@ -47,6 +81,15 @@ KernelEntry python_kernel(const py::function& adapter, const std::string& name, 
         std::vector<double>& slot = names[i] == "y" ? out.y : names[i] == "dx" ? out.dx : names[i] == "dgamma" ? out.dgamma : out.dbeta;
         slot = std::move(v);
       }
+    } catch (py::error_already_set& e) {
+      if (keep_if_exit_request(e, *pending)) {
+        out = KernelOutputs{};
+        out.skipped = true;
+        return out;
+      }
+      out = KernelOutputs{};
+      std::string msg = e.what();
+      out.failure = "python kernel raised: " + msg.substr(0, msg.find('\n'));
     } catch (const std::exception& e) {
       out = KernelOutputs{};
       std::string msg = e.what();
@@ -85,13 +128,16 @@ std::string check_kernel(const py::function& adapter, const std::string& name, c
   cfg->builtin = false;
   cfg->external_report_only = report_only;
   cfg->external.name = name;
+  const auto pending = std::make_shared<PendingExit>();
   for (DType dt : cfg->dtypes) {
-    cfg->extra_kernels.push_back(python_kernel(adapter, name, the_op, dt));
+    cfg->extra_kernels.push_back(python_kernel(adapter, name, the_op, dt, pending));
     cfg->extra_kernels.back().contract = contract;  // docs/bounds.md section 2.7.5
   }
   cfg->external.contract = contract == "auto" ? "" : contract;
   RunMetadata meta{utc_now(), "", "normcheck.check(" + name + ", op=" + op + ", suite=" + suite + ")"};
+  stop_requested() = false;
   const RunResult result = run_suite(*cfg);
+  raise_pending_exit(*pending);
   meta.end_time = utc_now();
   nlohmann::json report = report_header(*cfg, meta);
   for (const sections::Section* s : sections::registry())  // only the per-op section runs here
@@ -108,10 +154,14 @@ std::string check_kernel(const py::function& adapter, const std::string& name, c
 /// input tensors as float64 arrays of their shapes, the (name, shape) of each output) and returns a
 /// dict of the outputs, or None to decline the call ("unsupported"). An exception, a missing or
 /// wrongly sized output or a value the dtype cannot hold fails the call (a kernel failure).
-external::InProcessServer python_server(const py::function& adapter) {
-  return [adapter](const external::FileCall& call) {
+external::InProcessServer python_server(const py::function& adapter, PendingExitPtr pending) {
+  return [adapter, pending](const external::FileCall& call) {
     py::gil_scoped_acquire gil;
     external::FileCallResult r;
+    if (pending->error) {  // stopping: nothing more is called
+      r.skipped = true;
+      return r;
+    }
     try {
       py::dict inputs;
       for (const external::NamedTensor& t : call.inputs) {
@@ -132,6 +182,14 @@ external::InProcessServer python_server(const py::function& adapter) {
         for (int64_t d : shape) want *= static_cast<size_t>(d);
         r.outputs[name] = checked_output(dict[py::str(name)], name, want, call.dtype);
       }
+    } catch (py::error_already_set& e) {
+      r = external::FileCallResult{};
+      if (keep_if_exit_request(e, *pending)) {
+        r.skipped = true;
+        return r;
+      }
+      const std::string msg = e.what();
+      r.failure = "python kernel raised: " + msg.substr(0, msg.find('\n'));
     } catch (const std::exception& e) {
       r = external::FileCallResult{};
       const std::string msg = e.what();
@@ -180,7 +238,8 @@ std::string check_section(const py::function& adapter, const std::string& name, 
   common.threads = 1;
   const RunOptions o = section_options(name, op, dtypes, suite, cases, seed, generators, report_only, block_form);
   sections::ExternalKernels ext;
-  ext.serve = std::make_shared<external::ServePool>(external::ExecSpec{"", name}, python_server(adapter), "python");
+  const auto pending = std::make_shared<PendingExit>();
+  ext.serve = std::make_shared<external::ServePool>(external::ExecSpec{"", name}, python_server(adapter, pending), "python");
   ext.specs.name = name;
   ext.specs.block_form = block_form;
   const sections::PlanInputs in{o, common, &ext};
@@ -194,10 +253,12 @@ std::string check_section(const py::function& adapter, const std::string& name, 
   }
   if (!run) throw py::value_error("op '" + op + "' plans no cases in suite '" + suite + "'");
   RunMetadata meta{utc_now(), "", "normcheck.check(" + name + ", op=" + op + ", suite=" + suite + ")"};
+  stop_requested() = false;
   {
     py::gil_scoped_release release;  // the kernel calls take the GIL back (python_server)
     run->run("");
   }
+  raise_pending_exit(*pending);
   meta.end_time = utc_now();
   common.external = ext.specs;
   nlohmann::json report = report_header(common, meta);
