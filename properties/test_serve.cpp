@@ -153,7 +153,7 @@ TEST(Serve, ProtocolViolationsAreFailuresWithTheirReason) {
       "previous_call", "exec_example.compute(request['dir'], request) if request['call'] == 2 and not os.path.exists('" + marker +
                            "') else None\n    if request['call'] == 2 and not os.path.exists('" + marker + "'):\n        open('" + marker +
                            "', 'w').close(); print(json.dumps({'status': 'ok', 'call': 1}), flush=True); continue");
-  o = run_cli(serve_run(previous, "--threads 1", out));
+  o = run_cli(serve_run(previous, "--threads 1 --kernel-timeout 2", out));  // no reply to call 2 follows within 2 s
   EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
   f = failures(load_json(out));
   EXPECT_EQ(f.cases, 1);
@@ -803,4 +803,19 @@ TEST(Hostile, AServeCommandKilledByTheHarnessIsNotReportedAsACrash) {
   const std::string first = failures(load_json(out)).first;
   EXPECT_NE(first.find("did not exit and was killed by normcheck"), std::string::npos) << first;
   EXPECT_EQ(first.find("signal 9"), std::string::npos) << first;
+}
+
+// Issue 48 (low): a serve command that writes a second reply line to call 2 after a pause (read while
+// call 3 waits) does not fail call 3: its reply follows and stands, and the process is replaced.
+TEST(Hostile, ASecondReplyLineDoesNotFailTheNextInnocentCall) {
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const fs::path out = scratch() / "hostile_second_line.json";
+  const std::string twice = write_server(
+      "second_line", "exec_example.compute(request['dir'], request); print(json.dumps({'status': 'ok', 'call': request['call']}), flush=True); "
+                     "(time.sleep(0.3), print(json.dumps({'status': 'ok', 'call': 2}), flush=True)) if request['call'] == 2 else None; continue");
+  const Outcome o = run_cli(serve_run(twice, "--threads 1", out));
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  const Failures f = failures(load_json(out));
+  EXPECT_EQ(f.cases, 0) << f.first;
+  EXPECT_NE(o.err.find("answered an earlier call again while call 3 waited"), std::string::npos) << o.err;
 }

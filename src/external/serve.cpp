@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "external/child_process.hpp"
@@ -86,7 +88,18 @@ class ServeWorker {
     if (std::string e = exchange(request.dump() + "\n", line, spec_.timeout_s); !e.empty()) return failed(out, e);
     // A reply must answer this call, alone: an extra line or another call's number would credit one
     // call's outputs to another, so the process is replaced.
-    const ReplyVerdict reply = classify_reply(line, calls_);
+    ReplyVerdict reply = classify_reply(line, calls_);
+    if (reply.kind == ReplyVerdict::stale) {
+      // A line naming an earlier call: an extra reply line of that call arriving late, or a wrong
+      // answer to this one. The reply to this call may still follow: it decides, and a process that
+      // wrote the extra line is replaced after this call, which is not charged for it (issue 48).
+      if (std::string e = exchange("", line, spec_.timeout_s); !e.empty()) return failed(out, reply.message + "; then " + e);
+      reply = classify_reply(line, calls_);
+      if (reply.kind == ReplyVerdict::stale || reply.kind == ReplyVerdict::broken) return failed(out, reply.message);
+      healthy_ = false;  // the pool replaces it once this call is done
+      std::fprintf(stderr, "normcheck: serve command answered an earlier call again while call %lld waited (an extra reply line): its process is replaced\n",
+                   static_cast<long long>(calls_));
+    }
     if (reply.kind == ReplyVerdict::broken) return failed(out, reply.message);
     if (!pending_.empty())
       return failed(out, "serve command broke the protocol: more than one line answered call " + std::to_string(calls_));

@@ -14,8 +14,10 @@ ReplyVerdict classify_reply(std::string_view line, int64_t call) {
   const nlohmann::json* status = reply.contains("status") && reply.at("status").is_string() ? &reply.at("status") : nullptr;
   const bool answers = reply.contains("call") && reply.at("call").is_number_integer() && reply.at("call").get<int64_t>() == call;
   const std::string known = status ? status->get<std::string>() : "";
+  const bool earlier = reply.contains("call") && reply.at("call").is_number_integer() && reply.at("call").get<int64_t>() > 0 &&
+                       reply.at("call").get<int64_t>() < call;
   if (!answers || (known != "ok" && known != "unsupported" && known != "error"))
-    return {ReplyVerdict::broken, "serve command broke the protocol: the reply to call " + std::to_string(call) +
+    return {earlier ? ReplyVerdict::stale : ReplyVerdict::broken, "serve command broke the protocol: the reply to call " + std::to_string(call) +
                                       " must be one line with \"call\": " + std::to_string(call) +
                                       " and \"status\": \"ok\", \"unsupported\" or \"error\"; got " + printable(dump_untrusted(reply).substr(0, 160))};
   if (known == "ok") return {ReplyVerdict::ok, ""};

@@ -8,7 +8,9 @@
 namespace normcheck::external {
 
 struct ReplyVerdict {
-  enum Kind { ok, unsupported, error, broken } kind = broken;
+  /// stale: the line names an earlier call (perhaps a second reply to it, read while this call
+  /// waits; the message is the broken one, for when no reply to this call follows).
+  enum Kind { ok, unsupported, error, broken, stale } kind = broken;
   /// error: the command's message; broken: why the line breaks the protocol (the process is
   /// replaced). Control characters escaped, length capped.
   std::string message;
