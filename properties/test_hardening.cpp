@@ -11,6 +11,7 @@
 #include "report/case_json.hpp"
 #include "report/json_input.hpp"
 #include "report/output_files.hpp"
+#include "report/schema_check.hpp"
 
 namespace {
 
@@ -97,6 +98,18 @@ TEST(Hardening, ACaseShapeThatIsNotA64BitIntegerIsRefused) {
       EXPECT_NE(std::string(e.what()).find("'rows' must be an integer"), std::string::npos) << e.what();
     }
   }
+}
+
+// Issue 48 (low): the schema check's "integer" test converted 1.98e48 to int64 (undefined behaviour,
+// UBSan in scripts/sanitize.sh); a whole float beyond int64 is not an integer of a report, one inside is.
+TEST(Hardening, TheSchemaCheckNeverConvertsAFloatBeyondInt64) {
+  const nlohmann::json schema = {{"type", "integer"}};
+  for (const double bad : {1.98e48, -1.98e48, 0x1p63, 2.5})
+    EXPECT_TRUE(normcheck::first_schema_violation(nlohmann::json(bad), schema).has_value()) << bad;
+  for (const double good : {3.0, -0x1p63, 0x1p62})
+    EXPECT_FALSE(normcheck::first_schema_violation(nlohmann::json(good), schema).has_value()) << good;
+  const fs::path huge = edited("hardening_huge_row.json", [](nlohmann::json& j) { j["records"][0]["worst_case"]["element"]["row"] = 1.98e48; });
+  expect_one_line_exit_two("render " + huge.string(), "is malformed at /records/0/worst_case/element/row: must be an integer");
 }
 
 TEST(Hardening, ShapesBeyondTheElementCapAreRefusedBeforeAnyAllocation) {

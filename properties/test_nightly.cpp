@@ -247,6 +247,10 @@ TEST(Shards, MergeRefusesCraftedCountsInsteadOfOverflowing) {
   nlohmann::json c = s0;
   c.at("shard_items").at(0)["n"] = int64_t{1} << 62;
   refused(c, s1, "n 4611686018427387904 is not a count");
+  // (d) a shard index of 2^32 was narrowed to int: shard 0 (issue 48, low).
+  nlohmann::json d = s0;
+  d.at("run").at("shard")["index"] = int64_t{1} << 32;
+  refused(d, s1, "malformed run.shard");
 }
 
 TEST(Shards, TheGnuParallelRecipeAsDocumentedEqualsTheUnshardedRun) {

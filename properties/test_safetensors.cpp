@@ -215,6 +215,11 @@ TEST(ContractGraph, AnOpBetweenTheModulesIsRefusedByName) {
   expect_refused("--graph " + module_list("two_axes", R"([{"name": "0", "op": "Linear"}, {"name": "1", "op": "LayerNorm", "normalized_dims": 2},
       {"name": "2", "op": "Linear"}])"),
                  "normalizes over 2 axes");
+  // Issue 48 (low): 4294967297 (2^32 + 1) used to be read as 1 and the contraction certified PASSED.
+  for (const char* dims : {"4294967297", "18446744073709551615", "65", "0", "1.5"})
+    expect_refused("--graph " + module_list("huge_dims", std::string(R"([{"name": "0", "op": "Linear"}, {"name": "1", "op": "LayerNorm", "normalized_dims": )") +
+                                                             dims + R"(}, {"name": "2", "op": "Linear"}])"),
+                   "\"normalized_dims\" must be an integer from 1 to 64");
   // No module list: the state dict is not trusted unless the user says so; not both.
   expect_refused("", "give the model's module list with --graph FILE");
   expect_refused("--assume-chain --graph " + kFixtureModules, "exclude each other");

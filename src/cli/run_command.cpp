@@ -80,7 +80,7 @@ ShardSpec parse_shard(const std::string& text) {
   if (slash == std::string::npos) number("");
   s.index = number(text.substr(0, slash));
   s.count = number(text.substr(slash + 1));
-  if (s.count < 1 || s.count > 100000 || s.index >= s.count)
+  if (s.count < 1 || s.count > kMaxShards || s.index >= s.count)
     throw PlanError(fmt::format("--shard takes i/N with 0 <= i < N <= 100000, got '{}'", text));
   return s;
 }

@@ -16,6 +16,8 @@ namespace {
 
 constexpr const char* kFormat = "normcheck-modules-v1";
 constexpr const char* kModelInput = "input";
+/// More trailing dimensions than any tensor a framework builds (PyTorch and NumPy allow 64).
+constexpr int64_t kMaxNormalizedDims = 64;
 
 [[noreturn]] void fail(const std::string& origin, const std::string& what) {
   throw std::invalid_argument(fmt::format("module list '{}': {}", printable(origin), printable(what)));
@@ -54,8 +56,8 @@ GraphModule parse_module(const nlohmann::json& m, size_t index, const std::strin
     g.eps = m["eps"].get<double>();
   }
   if (m.contains("normalized_dims")) {
-    if (!m["normalized_dims"].is_number_integer() || m["normalized_dims"].get<int>() < 1)
-      fail(origin, fmt::format("module '{}': \"normalized_dims\" must be an integer >= 1", g.name));
+    if (!json_integer_in(m["normalized_dims"], 1, kMaxNormalizedDims))  // never narrowed: 4294967297 is not 1
+      fail(origin, fmt::format("module '{}': \"normalized_dims\" must be an integer from 1 to {}", g.name, kMaxNormalizedDims));
     g.normalized_dims = m["normalized_dims"].get<int>();
   }
   if (m.contains("hooks")) {

@@ -4,9 +4,11 @@
 #include <set>
 #include <stdexcept>
 
+#include "report/json_input.hpp"
 #include "report/report.hpp"
 #include "nightly/unit_costs.hpp"
 #include "sections/section.hpp"
+#include "suite/work_items.hpp"
 
 namespace normcheck::nightly {
 namespace {
@@ -26,9 +28,10 @@ void check_and_sort(std::vector<ShardReport>& shards) {
       refuse("'" + s.path + "' has schema version " + r.value("schema_version", "?") + ", expected " + kReportSchemaVersion);
     const json& shard = r.at("run").value("shard", json());
     if (!shard.is_object()) refuse("'" + s.path + "' is not a shard report (run without --shard)");
-    if (!shard.contains("index") || !shard.at("index").is_number_integer() || !shard.contains("count") ||
-        !shard.at("count").is_number_integer())
-      refuse("'" + s.path + "' has a malformed run.shard (index and count must be integers)");
+    if (!shard.contains("index") || !json_integer_in(shard.at("index"), 0, kMaxShards - 1) || !shard.contains("count") ||
+        !json_integer_in(shard.at("count"), 1, kMaxShards))  // never narrowed: shard 4294967296 is not shard 0
+      refuse("'" + s.path + "' has a malformed run.shard (index and count must be integers, 0 <= index < count <= " +
+             std::to_string(kMaxShards) + ")");
     if (shard.value("count", 0) != static_cast<int>(shards.size()))
       refuse("'" + s.path + "' is shard " + std::to_string(shard.value("index", -1)) + " of " + std::to_string(shard.value("count", 0)) +
              ", but " + std::to_string(shards.size()) + " report(s) were given: merge needs every shard of the run");

@@ -117,12 +117,15 @@ std::string describe_input_error(const std::string& file, const std::exception& 
   return "'" + printable(file) + "' " + kind + (field.empty() ? "" : " at field " + printable(field)) + ": " + printable(what);
 }
 
+bool json_integer_in(const nlohmann::json& v, int64_t lo, int64_t hi) {
+  if (v.is_number_unsigned()) return hi >= 0 && v.get<uint64_t>() <= static_cast<uint64_t>(hi) && static_cast<int64_t>(v.get<uint64_t>()) >= lo;
+  return v.is_number_integer() && v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
+}
+
 int64_t report_count(const nlohmann::json& j, const char* key) {
   if (!j.is_object() || !j.contains(key)) return 0;
   const nlohmann::json& v = j.at(key);
-  const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() <= static_cast<uint64_t>(kMaxPlausibleCount)
-                                               : v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxPlausibleCount;
-  if (!in_range) throw std::invalid_argument(std::string("field '") + key + "' is not a count from 0 to 2^53: " + printable(dump_untrusted(v).substr(0, 60)));
+  if (!json_integer_in(v, 0, kMaxPlausibleCount)) throw std::invalid_argument(std::string("field '") + key + "' is not a count from 0 to 2^53: " + printable(dump_untrusted(v).substr(0, 60)));
   return v.get<int64_t>();
 }
 

@@ -41,6 +41,10 @@ std::string dump_untrusted(const nlohmann::json& j);
 /// untrusted: a crafted count must not overflow the sums merge and render make (issue 48, M3).
 int64_t report_count(const nlohmann::json& j, const char* key);
 
+/// Whether `v` is a JSON integer from lo to hi (an unsigned one beyond int64 is not): read an
+/// integer from an untrusted file only after this, never through a narrowing get<int>().
+bool json_integer_in(const nlohmann::json& v, int64_t lo, int64_t hi);
+
 /// Sum of counts read from reports; std::overflow_error where int64 would overflow.
 int64_t add_report_counts(int64_t a, int64_t b);
 

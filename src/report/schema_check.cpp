@@ -1,5 +1,6 @@
 #include "report/schema_check.hpp"
 
+#include <cmath>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -29,9 +30,11 @@ std::string kind_of(const json& v) {
   return v.is_array() ? "an array" : "an object";
 }
 
+/// A float that is a whole number int64 can hold (1.98e48 is whole but cannot be converted: UB).
+bool integral_in_int64(double d) { return d >= -0x1p63 && d < 0x1p63 && std::trunc(d) == d; }
+
 bool has_type(const json& v, const std::string& type) {
-  if (type == "integer") return v.is_number_integer() || v.is_number_unsigned() ||
-                                (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+  if (type == "integer") return v.is_number_integer() || v.is_number_unsigned() || (v.is_number_float() && integral_in_int64(v.get<double>()));
   if (type == "number") return v.is_number();
   if (type == "string") return v.is_string();
   if (type == "object") return v.is_object();

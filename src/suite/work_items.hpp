@@ -38,6 +38,9 @@ inline void count_finished(bool failing) {
 /// `first_unit`; `owner` (the same on every shard: the run command balances the units' estimated
 /// costs over the shards) says which shard runs each, else unit u runs on shard u mod count. A
 /// unit is run whole by one shard, so merged shards give exactly the unsharded report.
+/// The most shards a run may be cut into (run --shard i/N, and what merge accepts).
+inline constexpr int kMaxShards = 100000;
+
 struct ShardSpec {
   int index = 0, count = 1;
   int64_t first_unit = 0;
