@@ -462,7 +462,9 @@ TEST(Envelope, TheRadiusIsWithinItsSlackOfTheCertifiedMaximumOfTheExactMap) {
         const double r = b.envelope(k).radius;
         EXPECT_GE(r, t) << dtype_info(dt).name << " n " << c.n << " row " << i;
         EXPECT_LE(r, slack) << dtype_info(dt).name << " n " << c.n << " row " << i << ": radius " << r << ", exact maximum " << t;
-        if (c.n >= 401) EXPECT_LT(r, 1.01 * t + rounding) << dtype_info(dt).name << " n " << c.n << " row " << i;
+        if (c.n >= 401) {
+          EXPECT_LT(r, 1.01 * t + rounding) << dtype_info(dt).name << " n " << c.n << " row " << i;
+        }
       }
     }
 }

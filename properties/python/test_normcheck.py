@@ -277,3 +277,20 @@ def test_ctrl_c_inside_a_kernel_stops_the_check_and_is_raised_again():
 def test_a_timeout_that_is_not_a_positive_number_is_refused(timeout):
     with pytest.raises(ValueError, match="timeout is a positive number of seconds or None"):
         normcheck.check(good_layer_norm, dtypes=("f32",), timeout=timeout)
+
+
+# Issue 48 (low): an output of the right size in the wrong shape (a transposed y) is a kernel failure,
+# not a pass; arguments out of range get one ValueError naming them, not a multi-line TypeError.
+def test_a_transposed_output_of_the_right_size_is_a_kernel_failure():
+    result = normcheck.check(lambda x, g, b, eps: np.ascontiguousarray(good_layer_norm(x, g, b, eps).T), dtypes=("f32",),
+                             generators=["normal"], cases=2, max_elements=4096)
+    failures = [r["kernel_failures"]["first"] for r in result.records if r["kernel_failures"]["cases"]]
+    assert failures and all("y has shape" in f for f in failures), failures
+    assert not result.passed
+
+
+@pytest.mark.parametrize("argument,value", [("seed", -1), ("seed", 2**64), ("cases", 10**12), ("cases", 0), ("max_elements", -5),
+                                            ("max_elements", 2**40), ("name", "two words"), ("name", 5), ("seed", 1.5)])
+def test_arguments_out_of_range_get_one_value_error_naming_them(argument, value):
+    with pytest.raises(ValueError, match=f"^{argument} is "):
+        normcheck.check(good_layer_norm, dtypes=("f32",), **{argument: value})

@@ -88,7 +88,10 @@ def _adapter(fn, framework, timeout=None):
         names = list(_normcheck.op_outputs(op))
         if len(names) == 1 and not isinstance(outs, (tuple, list)):
             outs = (outs,)
-        return [framework.from_kernel(o, dtype, name) for o, name in zip(outs, names)]
+        rows, n = (int(d) for d in case["x"].shape)
+        shapes = {"y": (rows, n), "dx": (rows, n), "dgamma": (n,), "dbeta": (n,)}
+        # each output in its own shape: a transposed (n, rows) y has the right size and the wrong layout
+        return [_shaped(framework, o, dtype, name, shapes[name]) for o, name in zip(outs, names)]
 
     return call
 
@@ -235,6 +238,22 @@ class CheckResult:
         return f"<CheckResult {'PASSED' if self.passed else 'FAILED'}: {len(self.records)} records, {len(self.failing_records)} failing>"
 
 
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_arguments(seed, cases, max_elements, name):
+    """One ValueError naming the argument for what the native layer would refuse with a long TypeError."""
+    if seed is not None and not (_is_int(seed) and 0 <= seed < 2**64):
+        raise ValueError(f"seed is an integer from 0 to 2**64 - 1 or None, not {seed!r}")
+    if cases is not None and not (_is_int(cases) and 1 <= cases <= 1_000_000):
+        raise ValueError(f"cases is an integer from 1 to 1000000 or None, not {cases!r}")
+    if max_elements is not None and not (_is_int(max_elements) and 1 <= max_elements <= _normcheck.MAX_CASE_ELEMENTS):
+        raise ValueError(f"max_elements is an integer from 1 to {_normcheck.MAX_CASE_ELEMENTS} or None, not {max_elements!r}")
+    if name is not None and not (isinstance(name, str) and name.isidentifier() and len(name) <= 64):
+        raise ValueError(f"name is an identifier of at most 64 characters (it names the kernel in the report), not {name!r}")
+
+
 def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cases=None, seed=None, framework="numpy",
           device="cpu", report_only=False, generators=None, name=None, max_elements=None, block_form=None, contract="auto",
           timeout=60.0):
@@ -250,6 +269,7 @@ def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cas
     kernel failure (None: no limit). Ctrl-C (KeyboardInterrupt) or sys.exit (SystemExit) inside the kernel
     stops the check and is raised again from it: they are never recorded as the kernel's failures.
     Returns a CheckResult."""
+    _check_arguments(seed=seed, cases=cases, max_elements=max_elements, name=name)
     if timeout is not None and not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout < float("inf")):
         raise ValueError(f"timeout is a positive number of seconds or None, not {timeout!r}")
     if contract not in ("auto", "two_pass", "welford"):

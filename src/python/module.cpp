@@ -283,5 +283,6 @@ PYBIND11_MODULE(_normcheck, m) {
   py::tuple failing(kFailingVerdicts.size());
   for (size_t i = 0; i < kFailingVerdicts.size(); ++i) failing[i] = std::string(kFailingVerdicts[i]);
   m.attr("FAILING_VERDICTS") = failing;  // report/verdicts.hpp, the one list
+  m.attr("MAX_CASE_ELEMENTS") = kMaxCaseElements;  // core/layernorm_case.hpp: what --max-elements allows
   m.def("op_outputs", [](const std::string& op) { return op_outputs(op_named(op)); });
 }
