@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -158,3 +159,65 @@ TEST(History, RenderDrawsTheTrendWithThePlantedRegressionOnItsNight) {
 }
 
 }  // namespace
+
+namespace {
+
+void sql(const fs::path& db, const char* statement) {
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(h, statement, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(h);
+  sqlite3_close(h);
+}
+
+}  // namespace
+
+// Issue 48 (low): a second add while another holds the write lock waits for it (it failed at once
+// with "database is locked": its deferred schema transaction could not upgrade to a write lock).
+TEST(History, AConcurrentAddWaitsForTheOtherInsteadOfFailing) {
+  const fs::path db = scratch() / "concurrent.sqlite";
+  fs::remove(db);
+  const std::vector<fs::path> nights = three_nights("concurrent");
+  ASSERT_EQ(run_cli("history add " + nights[0].string() + " --db " + db.string()).exit_code, 0);
+  // the slow add holds the write lock for about 1 s (20 ms per record)
+  const Outcome slow = run_shell("NORMCHECK_TEST_HISTORY_INSERT_DELAY_US=20000 " + std::string(NORMCHECK_BINARY) + " history add " +
+                                 nights[1].string() + " --db " + db.string() + " > /dev/null 2>&1 & echo $!");
+  const pid_t pid = static_cast<pid_t>(std::stol(slow.out));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const Outcome o = run_cli("history add " + nights[2].string() + " --db " + db.string());
+  EXPECT_EQ(o.exit_code, 0) << o.err;
+  int status = 0;
+  for (int i = 0; i < 500 && ::waitpid(pid, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(count_rows(db, "runs"), 3);
+}
+
+// Issue 48 (low): `history show` reads a database it cannot write (a read-only file in a read-only
+// folder: it used to fail creating its tables), names a damaged one in one line (a NULL schema
+// version gave a raw C++ message), and prints what the database holds with control characters escaped.
+TEST(History, ShowReadsAReadOnlyDatabaseAndNeverTrustsItsText) {
+  const fs::path dir = scratch() / "readonly_history", db = dir / "h.sqlite";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<fs::path> nights = three_nights("readonly");
+  ASSERT_EQ(run_cli("history add " + nights[0].string() + " --db " + db.string()).exit_code, 0);
+  sql(db, "UPDATE runs SET suite = 'quick' || char(27) || '[2J' || char(10) || 'evil'");
+  // as an unprivileged user, with neither the file nor its folder writable
+  fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  const std::string as_nobody = ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const Outcome o = run_shell(as_nobody + std::string(NORMCHECK_BINARY) + " history show --db " + db.string());
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("quick\\x1b[2J\\nevil"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find('\x1b'), std::string::npos);
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add);
+  fs::permissions(db, fs::perms::owner_write, fs::perm_options::add);
+  sql(db, "DROP TABLE meta; CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES('schema_version', NULL);");
+  for (const char* command : {"history show --db ", "history add "}) {
+    const std::string args = std::string(command) == "history add " ? "history add " + nights[1].string() + " --db " + db.string()
+                                                                     : command + db.string();
+    const Outcome bad = run_cli(args);
+    EXPECT_EQ(bad.exit_code, 2) << args;
+    EXPECT_NE(bad.err.find("has no schema version"), std::string::npos) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  }
+}

@@ -32,8 +32,8 @@ const nightly::HistoryTrend& trend_named(const std::vector<nightly::HistoryTrend
   }
   if (matches.size() == 1) return *matches.front();
   std::string list;
-  for (size_t i = 0; i < matches.size() && i < 5; ++i) list += (i ? "; '" : " '") + matches[i]->identity + "'";
-  throw std::invalid_argument(matches.empty() ? fmt::format("no record '{}' in the history", record)
+  for (size_t i = 0; i < matches.size() && i < 5; ++i) list += (i ? "; '" : " '") + printable(matches[i]->identity) + "'";
+  throw std::invalid_argument(matches.empty() ? fmt::format("no record '{}' in the history", printable(record))
                                               : fmt::format("'{}' names {} records, e.g.{}", record, matches.size(), list));
 }
 
@@ -60,24 +60,26 @@ int history_add_command(const HistoryOptions& o) {
 int history_show_command(const HistoryOptions& o) {
   try {
     if (!std::filesystem::exists(o.db)) throw std::invalid_argument("history '" + o.db + "' does not exist");
-    nightly::History history(o.db);
+    const nightly::History history(o.db, nightly::History::Access::read_only);
     if (o.record.empty()) {
       std::printf("%-5s %-21s %-8s %-18s %-7s %s\n", "run", "start (UTC)", "suite", "git revision", "passed", "records");
       for (const nightly::HistoryRun& r : history.runs())
-        std::printf("%-5lld %-21s %-8s %-18s %-7s %lld\n", static_cast<long long>(r.id), r.start_time.c_str(), r.suite.c_str(),
-                    r.git_revision.c_str(), r.passed ? "yes" : "NO", static_cast<long long>(r.records));
+        std::printf("%-5lld %-21s %-8s %-18s %-7s %lld\n", static_cast<long long>(r.id), printable(r.start_time).c_str(),
+                    printable(r.suite).c_str(), printable(r.git_revision).c_str(), r.passed ? "yes" : "NO", static_cast<long long>(r.records));
       return kExitOk;
     }
     const std::vector<nightly::HistoryTrend> trends = history.trends();
     const nightly::HistoryTrend& t = trend_named(trends, o.record);
-    std::printf("%s: %s\n%-21s %-18s %-10s %12s %12s %12s %10s\n", t.section.c_str(), t.identity.c_str(), "start (UTC)",
+    // what the database holds is printed with control characters escaped: it is a file anyone may have edited
+    std::printf("%s: %s\n%-21s %-18s %-10s %12s %12s %12s %10s\n", printable(t.section).c_str(), printable(t.identity).c_str(), "start (UTC)",
                 "git revision", "verdict", "err/bound", "max ULP", "ULP normal", "RMS ULP");
     for (const nightly::HistoryPoint& p : t.points)
-      std::printf("%-21s %-18s %-10s %12s %12s %12s %10s%s\n", p.run.start_time.c_str(), p.run.git_revision.c_str(), p.verdict.c_str(),
+      std::printf("%-21s %-18s %-10s %12s %12s %12s %10s%s\n", printable(p.run.start_time).c_str(), printable(p.run.git_revision).c_str(),
+                  printable(p.verdict).c_str(),
                   shown(p.max_bound_ratio).c_str(), shown(p.max_ulp).c_str(), shown(p.max_ulp_normal).c_str(), shown(p.rms_ulp).c_str(),
                   p.regressed ? "  REGRESSED" : "");
   } catch (const std::exception& e) {
-    print_error(e.what());
+    print_error(printable(e.what()));
     return kExitBadInput;
   }
   return kExitOk;

@@ -13,6 +13,7 @@
 
 #include "nightly/diff.hpp"
 #include "report/case_json.hpp"
+#include "report/json_input.hpp"
 #include "report/verdicts.hpp"
 #include "sections/section.hpp"
 
@@ -63,19 +64,47 @@ struct History::Impl {
   }
 };
 
-History::History(const std::string& path) : impl_(new Impl) {
+namespace {
+
+/// The SQLite URI of a file path for a read-only open ('%', '?' and '#' percent-encoded).
+std::string read_only_uri(const std::string& path, bool immutable) {
+  std::string uri = "file:";
+  for (const unsigned char c : path) uri += c == '%' || c == '?' || c == '#' ? fmt::format("%{:02X}", c) : std::string(1, static_cast<char>(c));
+  return uri + (immutable ? "?mode=ro&immutable=1" : "?mode=ro");
+}
+
+/// The text of column `i`, "" for NULL (a crafted or damaged database may hold NULL anywhere).
+std::string column_text(sqlite3_stmt* s, int i) {
+  const unsigned char* t = sqlite3_column_text(s, i);
+  return t ? std::string(reinterpret_cast<const char*>(t)) : "";
+}
+
+}  // namespace
+
+void History::open(const std::string& path, Access access) {
   impl_->path = path;
-  if (sqlite3_open_v2(path.c_str(), &impl_->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
-    const std::string what = impl_->db ? sqlite3_errmsg(impl_->db) : "out of memory";
-    sqlite3_close(impl_->db);
-    delete impl_;
-    throw std::runtime_error(fmt::format("cannot open history '{}': {}", path, what));
+  const auto open_with = [&](const std::string& name, int flags) {
+    sqlite3_close(impl_->db);  // a failed open still allocates a handle
+    impl_->db = nullptr;
+    return sqlite3_open_v2(name.c_str(), &impl_->db, flags, nullptr) == SQLITE_OK;
+  };
+  bool opened = false;
+  if (access == Access::read_write) {
+    opened = open_with(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  } else {
+    opened = open_with(read_only_uri(path, false), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+    // a WAL database in a folder we cannot write cannot get its shared-memory file: read it as it is on disk
+    if (opened && sqlite3_exec(impl_->db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK)
+      opened = open_with(read_only_uri(path, true), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
   }
-  try {
-    sqlite3_busy_timeout(impl_->db, 10000);
+  if (!opened) throw std::runtime_error(fmt::format("cannot open history '{}': {}", path, impl_->db ? sqlite3_errmsg(impl_->db) : "out of memory"));
+  sqlite3_busy_timeout(impl_->db, 10000);
+  if (access == Access::read_write) {
     impl_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
+    // IMMEDIATE: the write lock is taken (waiting for another writer) before anything is read, so
+    // that a concurrent add waits instead of failing at once with "database is locked"
     impl_->exec(
-        "BEGIN;"
+        "BEGIN IMMEDIATE;"
         "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
         "CREATE TABLE IF NOT EXISTS runs(id INTEGER PRIMARY KEY, digest TEXT NOT NULL UNIQUE, suite TEXT, suite_version INTEGER,"
         " seed TEXT, git_revision TEXT, start_time TEXT, end_time TEXT, passed INTEGER, complete INTEGER, records INTEGER,"
@@ -85,11 +114,22 @@ History::History(const std::string& path) : impl_(new Impl) {
         " PRIMARY KEY(run_id, section, identity));"
         "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', '1');"
         "COMMIT;");
-    sqlite3_stmt* s = impl_->prepare("SELECT value FROM meta WHERE key = 'schema_version'");
-    const std::string version = sqlite3_step(s) == SQLITE_ROW ? reinterpret_cast<const char*>(sqlite3_column_text(s, 0)) : "";
-    sqlite3_finalize(s);
-    if (version != std::to_string(kHistorySchemaVersion))
-      throw std::runtime_error(fmt::format("history '{}' has schema version {}, this normcheck reads {}", path, version, kHistorySchemaVersion));
+  }
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(impl_->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &s, nullptr) != SQLITE_OK)
+    throw std::runtime_error(fmt::format("'{}' is not a normcheck history ({})", path, sqlite3_errmsg(impl_->db)));
+  const bool found = sqlite3_step(s) == SQLITE_ROW;
+  const std::string version = found ? column_text(s, 0) : "";
+  sqlite3_finalize(s);
+  if (version.empty()) throw std::runtime_error(fmt::format("history '{}' has no schema version (not a normcheck history, or damaged)", path));
+  if (version != std::to_string(kHistorySchemaVersion))
+    throw std::runtime_error(fmt::format("history '{}' has schema version {}, this normcheck reads {}", path, printable(version.substr(0, 40)),
+                                         kHistorySchemaVersion));
+}
+
+History::History(const std::string& path, Access access) : impl_(new Impl) {
+  try {
+    open(path, access);
   } catch (...) {
     sqlite3_close(impl_->db);
     delete impl_;
@@ -181,7 +221,7 @@ std::vector<HistoryRun> History::runs() const {
   sqlite3_stmt* s = impl_->prepare(
       "SELECT id, suite, seed, git_revision, start_time, passed, complete, records FROM runs ORDER BY start_time, id");
   while (sqlite3_step(s) == SQLITE_ROW) {
-    const auto col = [s](int i) { return sqlite3_column_text(s, i) ? std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, i))) : ""; };
+    const auto col = [s](int i) { return column_text(s, i); };
     out.push_back({sqlite3_column_int64(s, 0), col(1), col(2), col(3), col(4), sqlite3_column_int(s, 5) != 0,
                    sqlite3_column_int(s, 6) != 0, sqlite3_column_int64(s, 7)});
   }
@@ -198,7 +238,7 @@ std::vector<HistoryTrend> History::trends() const {
   sqlite3_stmt* s = impl_->prepare(
       "SELECT run_id, section, identity, verdict, max_ulp, max_ulp_normal, rms_ulp, max_bound_ratio FROM records");
   while (sqlite3_step(s) == SQLITE_ROW) {
-    const auto str = [s](int i) { return sqlite3_column_text(s, i) ? std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, i))) : ""; };
+    const auto str = [s](int i) { return column_text(s, i); };
     const auto num = [s](int i) -> std::optional<double> {
       if (sqlite3_column_type(s, i) == SQLITE_NULL) return std::nullopt;
       return sqlite3_column_double(s, i);

@@ -37,9 +37,13 @@ struct HistoryTrend {
 
 class History {
  public:
-  /// Opens (creating when absent) the database; throws std::runtime_error with one line when it cannot,
-  /// or when it holds another schema version.
-  explicit History(const std::string& path);
+  /// read_write: opens the database, creating it (and its tables) when absent, and waits up to 10 s
+  /// for another writer. read_only: opens an existing database without ever writing to it (a file
+  /// or folder without write permission, a read-only mount: `history show`). Either throws
+  /// std::runtime_error with one line when it cannot, or when the file holds no normcheck history
+  /// or another schema version.
+  enum class Access { read_write, read_only };
+  explicit History(const std::string& path, Access access = Access::read_write);
   ~History();
   History(const History&) = delete;
   History& operator=(const History&) = delete;
@@ -55,6 +59,7 @@ class History {
   std::vector<HistoryTrend> trends() const;
 
  private:
+  void open(const std::string& path, Access access);
   struct Impl;
   Impl* impl_;
 };
