@@ -166,3 +166,16 @@ TEST(Hardening, OutputFilesCommitAllOrNothing) {
 }
 
 }  // namespace
+
+// Issue 48 (low): `search --out` with a malformed corpus file is refused before the search runs
+// (it used to search for minutes, then fail writing), and the file is left as it was.
+TEST(Hardening, SearchRefusesAMalformedCorpusBeforeSearching) {
+  const fs::path corpus = scratch() / "malformed_corpus.txt";
+  std::ofstream(corpus) << "garbage line\n";
+  const Outcome o = run_cli("search --ops layernorm_forward --dtypes f32 --restarts 50 --out " + corpus.string());
+  EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
+  EXPECT_EQ(lines(o.err), 1) << o.err;
+  EXPECT_NE(o.err.find(corpus.string() + ":1: token 'garbage' is not key=value"), std::string::npos) << o.err;
+  EXPECT_EQ(o.out.find("evals"), std::string::npos) << "the search ran: " << o.out;
+  EXPECT_EQ(slurp(corpus), "garbage line\n");
+}

@@ -1,9 +1,12 @@
 #include <cstdio>
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
+#include "report/output_files.hpp"
+#include "suite/corpus.hpp"
 #include "suite/judge.hpp"
 #include "suite/search.hpp"
 
@@ -48,6 +51,10 @@ int search_command(const SearchOptions& o) {
     for (const auto& v : o.variants)
       if (!is_kernel_variant(v))
         throw std::invalid_argument(fmt::format("unknown kernel variant '{}'", v));
+    if (!o.out.empty()) {  // the corpus the cases merge into is read and its folder checked before the search, not after
+      if (std::filesystem::exists(o.out)) (void)read_corpus(o.out);
+      check_writable(o.out);
+    }
   } catch (const std::exception& e) {
     print_error(e.what());
     return kExitBadInput;
@@ -70,7 +77,12 @@ int search_command(const SearchOptions& o) {
         }
       }
   if (!o.out.empty()) {
-    merge_into_corpus(o.out, found);
+    try {
+      merge_into_corpus(o.out, found);
+    } catch (const std::exception& e) {
+      print_error(e.what());
+      return kExitBadInput;
+    }
     std::printf("corpus: %zu cases merged into %s\n", found.size(), o.out.c_str());
   }
   if (violated) std::printf("BOUND VIOLATED: a case exceeds its own a priori bound (see the corpus)\n");
