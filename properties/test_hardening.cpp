@@ -179,3 +179,15 @@ TEST(Hardening, SearchRefusesAMalformedCorpusBeforeSearching) {
   EXPECT_EQ(o.out.find("evals"), std::string::npos) << "the search ran: " << o.out;
   EXPECT_EQ(slurp(corpus), "garbage line\n");
 }
+
+// Issue 48 (low): a seed in a report that is not a decimal integer is named in one line (std::stoull
+// printed a bare "stoull", or read "12x" as 12).
+TEST(Hardening, ASeedThatIsNotADecimalIntegerIsNamed) {
+  for (const char* seed : {"x12", "12x", "-1", "18446744073709551616", ""}) {
+    const fs::path p = edited("hardening_seed.json", [&](nlohmann::json& j) {
+      for (auto& r : j["records"])
+        if (r.contains("worst_case") && r["worst_case"].is_object()) r["worst_case"]["case_seed"] = seed;
+    });
+    expect_one_line_exit_two("replay --report " + p.string() + " --record 0", "'case_seed' must be a decimal integer from 0 to 2^64 - 1");
+  }
+}

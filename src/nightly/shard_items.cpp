@@ -160,8 +160,8 @@ std::vector<std::pair<int64_t, CaseResult>> shard_items_from_json(const json& j)
   try {
     for (const json& e : j) {
       CaseResult item;
-      item.seed = std::stoull(e.at("seed").get<std::string>());
-      item.digest = std::stoull(e.at("digest").get<std::string>());
+      item.seed = parse_decimal_u64(e.at("seed").get<std::string>(), "seed");
+      item.digest = parse_decimal_u64(e.at("digest").get<std::string>(), "digest");
       item.rows = count_of(e.at("rows"), "rows");
       item.n = count_of(e.at("n"), "n");
       item.eps = parse_hexfloat(e.at("eps").get<std::string>());

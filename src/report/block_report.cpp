@@ -9,6 +9,7 @@
 #include "nightly/shard_items.hpp"
 #include "report/case_json.hpp"
 #include "report/report.hpp"
+#include "report/json_input.hpp"
 
 namespace normcheck {
 namespace {
@@ -111,7 +112,7 @@ BlockSuiteConfig block_config_from_json(const nlohmann::json& section) {
   cfg.generators = c.at("generators").get<std::vector<std::string>>();
   cfg.variants = c.at("variants").get<std::vector<std::string>>();
   cfg.cases_per_generator = c.at("cases_per_generator").get<int>();
-  cfg.seed = std::stoull(c.at("seed").get<std::string>());
+  cfg.seed = parse_decimal_u64(c.at("seed").get<std::string>(), "seed");
   return cfg;
 }
 

@@ -1,4 +1,5 @@
 #include "report/case_json.hpp"
+#include "report/json_input.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -107,7 +108,7 @@ LayerNormCase case_from_json(const nlohmann::json& j) {
   c.beta = parse_hex_array(j.at("beta"), "beta");
   if (j.contains("dy")) c.dy = parse_hex_array(j.at("dy"), "dy");
   c.generator = j.value("generator", "");
-  c.seed = std::stoull(j.value("case_seed", "0"));
+  c.seed = parse_decimal_u64(j.value("case_seed", "0"), "case_seed");
   return c;
 }
 
@@ -149,7 +150,7 @@ RmsBlockCase block_case_from_json(const nlohmann::json& j) {
   c.b = parse_hex_array(j.at("b"), "b");
   c.dy = parse_hex_array(j.at("dy"), "dy");
   c.generator = j.value("generator", "");
-  c.seed = std::stoull(j.value("case_seed", "0"));
+  c.seed = parse_decimal_u64(j.value("case_seed", "0"), "case_seed");
   return c;
 }
 

@@ -129,6 +129,18 @@ int64_t report_count(const nlohmann::json& j, const char* key) {
   return v.get<int64_t>();
 }
 
+uint64_t parse_decimal_u64(const std::string& text, const char* what) {
+  uint64_t v = 0;
+  bool ok = !text.empty() && text.size() <= 20;
+  for (const char c : text) {
+    if (!ok) break;
+    ok = c >= '0' && c <= '9' && !__builtin_mul_overflow(v, uint64_t{10}, &v) && !__builtin_add_overflow(v, static_cast<uint64_t>(c - '0'), &v);
+  }
+  if (!ok)
+    throw std::invalid_argument(std::string("'") + what + "' must be a decimal integer from 0 to 2^64 - 1, got \"" + printable(text.substr(0, 40)) + "\"");
+  return v;
+}
+
 int64_t add_report_counts(int64_t a, int64_t b) { return checked_count_sum(a, b, "report count"); }
 
 }  // namespace normcheck

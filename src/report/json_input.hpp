@@ -45,6 +45,11 @@ int64_t report_count(const nlohmann::json& j, const char* key);
 /// integer from an untrusted file only after this, never through a narrowing get<int>().
 bool json_integer_in(const nlohmann::json& v, int64_t lo, int64_t hi);
 
+/// A decimal unsigned 64-bit integer (a seed or a digest as reports write them): digits only, no sign
+/// or space, at most 2^64 - 1; anything else throws std::invalid_argument naming `what` (never the
+/// bare "stoull" of std::stoull).
+uint64_t parse_decimal_u64(const std::string& text, const char* what);
+
 /// Sum of counts read from reports; std::overflow_error where int64 would overflow.
 int64_t add_report_counts(int64_t a, int64_t b);
 

@@ -16,6 +16,7 @@
 #include "report/case_json.hpp"
 
 #include "report/version.hpp"
+#include "report/json_input.hpp"
 #include "git_revision.h"  // generated at build time (cmake/git_revision.cmake)
 #ifndef NORMCHECK_CXX_FLAGS
 #define NORMCHECK_CXX_FLAGS "unknown"
@@ -353,7 +354,7 @@ RunConfig config_from_report(const nlohmann::json& report) {
   RunConfig cfg;
   cfg.suite = c.at("suite").get<std::string>();
   cfg.suite_version = c.value("suite_version", 1);
-  cfg.seed = std::stoull(c.at("seed").get<std::string>());
+  cfg.seed = parse_decimal_u64(c.at("seed").get<std::string>(), "seed");
   cfg.shape.rows = c.at("shape").at("rows").get<int64_t>();
   cfg.shape.n = c.at("shape").at("n").get<int64_t>();
   cfg.shape.max_elements = c.at("shape").at("max_elements").get<int64_t>();

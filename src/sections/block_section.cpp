@@ -22,6 +22,7 @@
 #include "sections/replay_support.hpp"
 #include "sections/sections.hpp"
 #include "suite/suites.hpp"
+#include "report/json_input.hpp"
 
 namespace normcheck::sections {
 namespace {
@@ -94,7 +95,7 @@ std::vector<BlockKernelEntry> external_blocks(const PlanInputs& in, bool named) 
 RmsBlockCase block_case_of(const json& wc, DType dtype) {
   RmsBlockCase c = wc.contains("x") ? block_case_from_json(wc)
                                     : gen::make_rms_block_case(wc.at("generator").get<std::string>(), dtype,
-                                                               std::stoull(wc.at("case_seed").get<std::string>()));
+                                                               parse_decimal_u64(wc.at("case_seed").get<std::string>(), "case_seed"));
   if (std::to_string(block_case_digest(c)) != wc.at("digest").get<std::string>())
     throw std::invalid_argument("block case inputs do not match the recorded digest (edited report or other build)");
   if (auto err = validate_block_case(c)) throw std::invalid_argument("invalid block case in report: " + *err);

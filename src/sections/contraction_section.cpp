@@ -20,6 +20,7 @@
 #include "sections/sections.hpp"
 #include "suite/contraction_judge.hpp"
 #include "suite/suites.hpp"
+#include "report/json_input.hpp"
 
 namespace normcheck::sections {
 namespace {
@@ -75,7 +76,7 @@ ContractionCase contraction_case_of(const json& rec) {
   const json& wc = rec.at("worst_case");
   const auto dt = parse_dtype(rec.at("storage").get<std::string>());
   if (!dt) throw std::invalid_argument("unknown dtype in contraction record");
-  ContractionCase c = gen::make_contraction_case(wc.at("generator").get<std::string>(), *dt, std::stoull(wc.at("case_seed").get<std::string>()));
+  ContractionCase c = gen::make_contraction_case(wc.at("generator").get<std::string>(), *dt, parse_decimal_u64(wc.at("case_seed").get<std::string>(), "case_seed"));
   if (c.block.d != wc.at("d").get<int64_t>() || c.block.n != wc.at("n").get<int64_t>() || c.block.m != wc.at("m").get<int64_t>() ||
       c.rows != wc.at("rows").get<int64_t>())
     throw std::invalid_argument("regenerated case does not match the recorded shapes (edited report or other build)");

@@ -22,6 +22,7 @@
 #include "sections/section_support.hpp"
 #include "sections/sections.hpp"
 #include "suite/suites.hpp"
+#include "report/json_input.hpp"
 
 namespace normcheck::sections {
 namespace {
@@ -66,7 +67,7 @@ GroupedNormCase grouped_case_of(const json& rec) {
   const auto layout = audit::parse_layout(wc.at("layout").get<std::string>());
   const auto dt = parse_dtype(rec.at("storage").get<std::string>());
   if (!kind || !layout || !dt) throw std::invalid_argument("grouped record names an unknown kind, layout or dtype");
-  GroupedNormCase c = gen::make_grouped_case(*kind, *layout, *dt, std::stoull(wc.at("case_seed").get<std::string>()));
+  GroupedNormCase c = gen::make_grouped_case(*kind, *layout, *dt, parse_decimal_u64(wc.at("case_seed").get<std::string>(), "case_seed"));
   if (c.tensor.shape != wc.at("shape").get<std::vector<int64_t>>())
     throw std::invalid_argument("regenerated case does not match the recorded shape (edited report or other build)");
   return c;

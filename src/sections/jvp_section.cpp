@@ -73,7 +73,7 @@ gen::JvpCase jvp_case_of(const json& rec) {
   const std::string g = wc.at("generator").get<std::string>();
   if (!dt || std::find(gen::jvp_generator_names().begin(), gen::jvp_generator_names().end(), g) == gen::jvp_generator_names().end())
     throw std::invalid_argument("JVP record names an unknown dtype or generator");
-  gen::JvpCase jc = gen::make_jvp_case(g, *dt, std::stoull(wc.at("case_seed").get<std::string>()), wc.at("max_elements").get<int64_t>());
+  gen::JvpCase jc = gen::make_jvp_case(g, *dt, parse_decimal_u64(wc.at("case_seed").get<std::string>(), "case_seed"), wc.at("max_elements").get<int64_t>());
   if (jc.c.rows != wc.at("rows").get<int64_t>() || jc.c.n != wc.at("n").get<int64_t>())
     throw std::invalid_argument("regenerated case does not match the recorded shape (edited report or other build)");
   return jc;

@@ -177,7 +177,7 @@ LayerNormCase worst_case_of(const json& report, const json& wc, DType dtype) {
     c = case_from_json(wc);
   } else {
     const RunConfig cfg = config_from_report(report);
-    c = gen::make_layernorm_case(wc.at("generator").get<std::string>(), dtype, std::stoull(wc.at("case_seed").get<std::string>()),
+    c = gen::make_layernorm_case(wc.at("generator").get<std::string>(), dtype, parse_decimal_u64(wc.at("case_seed").get<std::string>(), "case_seed"),
                                  cfg.shape);
     c.eps = parse_hexfloat(wc.at("eps").get<std::string>());
   }

@@ -8,6 +8,7 @@
 
 #include "core/float_format.hpp"
 #include "core/rng.hpp"
+#include "report/json_input.hpp"
 
 namespace normcheck {
 namespace {
@@ -124,7 +125,7 @@ PhCase budget_case_of_entry(const nlohmann::json& e) {
   c.depth = e.at("depth").get<int64_t>();
   c.h = std::stod(e.at("h").get<std::string>());
   c.theta_scale = std::stod(e.at("theta_scale").get<std::string>());
-  c.seed = std::stoull(e.at("seed").get<std::string>());
+  c.seed = parse_decimal_u64(e.at("seed").get<std::string>(), "seed");
   c.x0 = from_hex(e.at("x0"));
   c.u = from_hex(e.at("u"));
   if (c.n < kPhMinWidth || c.n > kPhMaxWidth || c.depth < 1 || c.depth > kPhMaxDepth || c.m != ph_ports(c.n) ||
