@@ -133,13 +133,13 @@ class ServeWorker {
     started_ = true;
     dir_.path = make_private_dir("serve");
     if (dir_.path.empty()) return "serve: cannot create the worker's private directory";
-    const auto [in_read, in_write] = cloexec_pipe();
-    const auto [out_read, out_write] = cloexec_pipe();
-    if (in_read < 0 || out_read < 0) return "serve: cannot create pipes";
     StderrSinkOptions log;  // drained by a thread into a capped file: a chatty server cannot fill /dev/shm
     log.file = (dir_.path / "stderr.txt").string();
     log.file_cap = kMaxStderrFileBytes;
     if (std::string e = stderr_.open(log); !e.empty()) return "serve: " + e;
+    const auto [in_read, in_write] = cloexec_pipe();
+    const auto [out_read, out_write] = cloexec_pipe();
+    if (in_read < 0 || out_read < 0) return "serve: cannot create pipes";
     SpawnSpec s;
     s.argv = {"/bin/sh", "-c", spec_.command};
     s.fds = {{in_read, 0}, {out_write, 1}, {stderr_.child_end(), 2}};
