@@ -25,7 +25,12 @@ for entry in "${programs[@]}"; do
   p="${entry%%:*}" filter="*"
   [ "$entry" = "$p" ] || filter="${entry#*:}"
   start=$(date +%s)
-  if (cd build-asan && "./$p" --gtest_brief=1 --gtest_filter="$filter" > "$p.log" 2>&1); then
+  # The crash plugin segfaults on purpose in its worker and the test checks that normcheck reports
+  # "crashed with signal 11": ASan's SEGV handler would turn that into "exited with status 1", so
+  # test_plugins runs with it off (memory errors are still caught by the instrumentation itself).
+  segv=""
+  [ "$p" != test_plugins ] || segv=":handle_segv=0"
+  if (cd build-asan && ASAN_OPTIONS="$ASAN_OPTIONS$segv" UBSAN_OPTIONS="$UBSAN_OPTIONS$segv" "./$p" --gtest_brief=1 --gtest_filter="$filter" > "$p.log" 2>&1); then
     echo "sanitize: $p passed under ASan+UBSan ($(( $(date +%s) - start )) s)"
   else
     echo "sanitize: $p FAILED under ASan+UBSan (build-asan/$p.log):"

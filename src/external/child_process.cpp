@@ -72,9 +72,9 @@ bool is_live(pid_t pid) {
 }
 
 /// The parent pid in /proc/<pid>/stat (-1 if unreadable): the field after the parenthesised name.
-pid_t parent_of(const char* pid_text) {
+pid_t parent_of(pid_t pid) {
   char path[64], buf[512];
-  std::snprintf(path, sizeof path, "/proc/%s/stat", pid_text);
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
   const ssize_t k = read(fd, buf, sizeof buf - 1);
@@ -98,7 +98,7 @@ std::vector<pid_t> adopted_children() {
   while (const dirent* e = readdir(d)) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
     const pid_t pid = static_cast<pid_t>(std::atol(e->d_name));
-    if (parent_of(e->d_name) == self && !is_live(pid)) found.push_back(pid);
+    if (parent_of(pid) == self && !is_live(pid)) found.push_back(pid);
   }
   closedir(d);
   return found;
