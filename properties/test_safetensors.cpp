@@ -231,6 +231,10 @@ TEST(ContractGraph, AnOpBetweenTheModulesIsRefusedByName) {
   std::ofstream(not_json) << "{\"format\": ";
   expect_refused("--graph " + not_json.string(), not_json.string());
   expect_refused("--graph " + (scratch() / "absent.json").string(), "absent.json");
+  // Found by fuzz_module_graph: a non-string "format" was nlohmann's "type must be string, but is number".
+  const fs::path numeric_format = scratch() / "numeric_format.modules.json";
+  std::ofstream(numeric_format) << R"({"format": 5, "modules": [{"name": "0", "op": "Linear"}]})";
+  expect_refused("--graph " + numeric_format.string(), "\"format\" must be \"normcheck-modules-v1\"");
   // The module list's eps is the LayerNorm's; a different --eps is a contradiction, not an override.
   expect_refused("--graph " + kFixtureModules + " --eps 1e-6", "differs from LayerNorm '1''s eps");
 }

@@ -120,7 +120,7 @@ ModuleGraph parse_module_list(const std::string& text, const std::string& origin
     throw std::invalid_argument(describe_input_error(origin, e));
   }
   if (!j.is_object()) fail(origin, "not a JSON object");
-  if (j.value("format", std::string()) != kFormat) fail(origin, fmt::format("\"format\" must be \"{}\"", kFormat));
+  if (!j.contains("format") || !j["format"].is_string() || j["format"].get<std::string>() != kFormat) fail(origin, fmt::format("\"format\" must be \"{}\"", kFormat));
   if (!j.contains("modules") || !j["modules"].is_array() || j["modules"].empty()) fail(origin, "\"modules\" must be a non-empty array");
   ModuleGraph g;
   std::set<std::string> known;
