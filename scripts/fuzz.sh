@@ -10,7 +10,7 @@ seconds="${1:-20}"
 shift || true
 case "$seconds" in ''|*[!0-9]*) echo "scripts/fuzz.sh: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;; esac
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors npy report_json corpus onnx serve_reply cli module_graph)
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors npy report_json corpus onnx serve_reply cli module_graph serve_session)
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DNORMCHECK_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j "$(nproc)" >/dev/null
 status=0
