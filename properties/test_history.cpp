@@ -221,3 +221,26 @@ TEST(History, ShowReadsAReadOnlyDatabaseAndNeverTrustsItsText) {
     EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
   }
 }
+
+TEST(History, ADamagedDatabaseIsRefusedNotShownAsAnotherNight) {
+  // Seen while writing fuzz_history (its invariant): a record naming a run the database does not list was drawn as a night 0
+  // (a default run), and a record twice in one run as two points of that night.
+  const fs::path db = scratch() / "damaged_history.sqlite";
+  fs::remove(db);
+  const std::vector<fs::path> nights = three_nights("damaged");
+  for (const fs::path& n : nights) ASSERT_EQ(run_cli("history add " + n.string() + " --db " + db.string()).exit_code, 0);
+  const std::string show = "history show --db " + db.string() + " --record '" + kPlanted + "'";
+  ASSERT_EQ(run_cli(show).exit_code, 0);
+  sql(db, "CREATE TABLE copy AS SELECT * FROM records; DROP TABLE records; ALTER TABLE copy RENAME TO records;"
+          "INSERT INTO records SELECT * FROM records WHERE run_id = 1 LIMIT 1;");
+  Outcome o = run_cli(show);
+  EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
+  EXPECT_NE(o.err.find("is damaged: record"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("twice in run 1"), std::string::npos) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  sql(db, "DELETE FROM records WHERE rowid = (SELECT max(rowid) FROM records); DELETE FROM runs WHERE id = 2;");
+  o = run_cli(show);
+  EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
+  EXPECT_NE(o.err.find("is damaged: a record of run 2, which table runs does not hold"), std::string::npos) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+}

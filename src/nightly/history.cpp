@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -56,6 +58,12 @@ struct History::Impl {
     if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK)
       throw std::runtime_error(fmt::format("history '{}': {}", path, sqlite3_errmsg(db)));
     return s;
+  }
+
+  /// A query's last sqlite3_step code: anything but SQLITE_DONE (a damaged page, a crafted schema)
+  /// is an error, never a silently shortened list.
+  void check_read_to_the_end(int rc) const {
+    if (rc != SQLITE_DONE) throw std::runtime_error(fmt::format("history '{}': {}", path, sqlite3_errstr(rc)));
   }
 
   void step_done(sqlite3_stmt* s) const {
@@ -220,12 +228,14 @@ std::vector<HistoryRun> History::runs() const {
   std::vector<HistoryRun> out;
   sqlite3_stmt* s = impl_->prepare(
       "SELECT id, suite, seed, git_revision, start_time, passed, complete, records FROM runs ORDER BY start_time, id");
-  while (sqlite3_step(s) == SQLITE_ROW) {
+  int rc = SQLITE_DONE;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
     const auto col = [s](int i) { return column_text(s, i); };
     out.push_back({sqlite3_column_int64(s, 0), col(1), col(2), col(3), col(4), sqlite3_column_int(s, 5) != 0,
                    sqlite3_column_int(s, 6) != 0, sqlite3_column_int64(s, 7)});
   }
   sqlite3_finalize(s);
+  impl_->check_read_to_the_end(rc);
   return out;
 }
 
@@ -237,18 +247,30 @@ std::vector<HistoryTrend> History::trends() const {
   std::map<std::pair<std::string, std::string>, HistoryTrend> trends;
   sqlite3_stmt* s = impl_->prepare(
       "SELECT run_id, section, identity, verdict, max_ulp, max_ulp_normal, rms_ulp, max_bound_ratio FROM records");
-  while (sqlite3_step(s) == SQLITE_ROW) {
+  // A crafted or damaged database may name a night it does not list, or a record twice on one
+  // night: refused in one line (they were shown as a night 0, or as two points of one night).
+  std::set<std::tuple<int64_t, std::string, std::string>> seen;
+  std::string damaged;
+  int rc = SQLITE_DONE;
+  while (damaged.empty() && (rc = sqlite3_step(s)) == SQLITE_ROW) {
     const auto str = [s](int i) { return column_text(s, i); };
     const auto num = [s](int i) -> std::optional<double> {
       if (sqlite3_column_type(s, i) == SQLITE_NULL) return std::nullopt;
       return sqlite3_column_double(s, i);
     };
+    const int64_t run = sqlite3_column_int64(s, 0);
+    if (!by_id.count(run)) damaged = fmt::format("a record of run {}, which table runs does not hold", run);
+    else if (!seen.insert({run, str(1), str(2)}).second)
+      damaged = fmt::format("record '{}' of section '{}' twice in run {}", printable(str(2)), printable(str(1)), run);
+    if (!damaged.empty()) break;
     HistoryTrend& t = trends[{str(1), str(2)}];
     t.section = str(1);
     t.identity = str(2);
-    t.points.push_back({by_id[sqlite3_column_int64(s, 0)], str(3), num(4), num(5), num(6), num(7), false});
+    t.points.push_back({by_id.at(run), str(3), num(4), num(5), num(6), num(7), false});
   }
   sqlite3_finalize(s);
+  if (!damaged.empty()) throw std::runtime_error(fmt::format("history '{}' is damaged: {}", printable(impl_->path), damaged));
+  impl_->check_read_to_the_end(rc);
   std::vector<HistoryTrend> out;
   const DiffThresholds thresholds;
   for (auto& [key, t] : trends) {
