@@ -10,8 +10,12 @@ seconds="${1:-20}"
 shift || true
 case "$seconds" in ''|*[!0-9]*) echo "scripts/fuzz.sh: SECONDS must be a whole number, got '$seconds'" >&2; exit 2 ;; esac
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(safetensors npy report_json corpus onnx serve_reply cli module_graph serve_session)
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DNORMCHECK_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+[ ${#targets[@]} -gt 0 ] || targets=(safetensors npy report_json corpus onnx serve_reply cli module_graph serve_session shard_merge history)
+# fuzz_shard_merge and fuzz_history link the regular build's libraries (fuzz/CMakeLists.txt): built
+# here when absent (a no-op after scripts/build.sh or scripts/test.sh)
+[ -f build/CMakeCache.txt ] || cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$(nproc)" --target normcheck_lib normcheck_oracles >/dev/null
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DNORMCHECK_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNORMCHECK_HOST_BUILD="$PWD/build" >/dev/null
 cmake --build build-fuzz -j "$(nproc)" >/dev/null
 status=0
 for t in "${targets[@]}"; do
