@@ -247,10 +247,22 @@ TEST(Shards, MergeRefusesCraftedCountsInsteadOfOverflowing) {
   nlohmann::json c = s0;
   c.at("shard_items").at(0)["n"] = int64_t{1} << 62;
   refused(c, s1, "n 4611686018427387904 is not a count");
+  // (c') no case has 0 rows: merged, rows 0 wrote a worst case that failed the report's schema
+  // (found by fuzz_shard_merge).
+  c = s0;
+  c.at("shard_items").at(0)["rows"] = 0;
+  refused(c, s1, "rows 0 is not a case's extent");
   // (d) a shard index of 2^32 was narrowed to int: shard 0 (issue 48, low).
   nlohmann::json d = s0;
   d.at("run").at("shard")["index"] = int64_t{1} << 32;
   refused(d, s1, "malformed run.shard");
+  // (e) an error statistic no run can produce: max_ulp (bytes 144..151, after the 18 counts) of -1.0
+  // (00 .. 00 f0 bf; byte 152 zeroed). Merged, it once wrote a report that failed its own schema
+  // (found by fuzz_shard_merge as -7.9e77).
+  nlohmann::json e = s0;
+  std::string& acc_e = e.at("shard_items").at(0).at("partials").at(0).at("acc").get_ref<std::string&>();
+  acc_e.replace(192, 12, "AAAAAAAA8L8A");
+  refused(e, s1, "impossible errors");
 }
 
 TEST(Shards, TheGnuParallelRecipeAsDocumentedEqualsTheUnshardedRun) {

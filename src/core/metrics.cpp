@@ -181,6 +181,13 @@ bool ErrorAccumulator::counts_plausible() const {
   return worst_index_ >= -1 && max_ulp_distance_ >= 0 && worst_regime_ < 16;
 }
 
+bool ErrorAccumulator::values_plausible() const {
+  for (double v : {max_ulp_, max_ulp_normal_, sum_sq_ulp_, max_abs_, max_rel_, max_mollified_, max_rigor_ratio_, max_envelope_ratio_,
+                   diff_sq_, ref_sq_})
+    if (!(v >= 0)) return false;  // NaN fails too
+  return max_ratio_ >= 0 || max_ratio_ == -1;
+}
+
 void ErrorAccumulator::merge(const ErrorAccumulator& o) {
   count_ = checked_count_sum(count_, o.count_);
   nonfinite_ = checked_count_sum(nonfinite_, o.nonfinite_);

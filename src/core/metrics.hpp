@@ -91,6 +91,10 @@ class ErrorAccumulator {
   /// Whether every count is one a run can produce (0 to kMaxPlausibleCount; the worst index -1 or
   /// more): accumulators read back from a shard report are untrusted bytes (issue 48 M3).
   bool counts_plausible() const;
+  /// Whether every error statistic is one a run can produce: no NaN, none below zero (the bound
+  /// ratio's "none yet" is -1). A crafted shard's max_ulp of -7.9e77 made a merged report that
+  /// failed its own schema (found by fuzz_shard_merge).
+  bool values_plausible() const;
 
   int64_t count() const { return count_; }  ///< elements with a verdict (bound or envelope)
   int64_t nonfinite_mismatches() const { return nonfinite_; }

@@ -66,6 +66,7 @@ T from_bytes(const json& j) {
 ErrorAccumulator accumulator_of(const json& j) {
   const auto acc = from_bytes<ErrorAccumulator>(j);
   if (!acc.counts_plausible()) throw std::invalid_argument("shard_items: an accumulator with impossible counts (negative or beyond 2^53)");
+  if (!acc.values_plausible()) throw std::invalid_argument("shard_items: an accumulator with impossible errors (negative or NaN)");
   return acc;
 }
 
@@ -75,6 +76,14 @@ int64_t count_of(const json& j, const char* what) {
   const int64_t n = j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(kMaxPlausibleCount) ? -1 : j.get<int64_t>();
   if (n < 0 || n > kMaxPlausibleCount)
     throw std::invalid_argument(std::string("shard_items: ") + what + " " + j.dump() + " is not a count from 0 to 2^53 (a crafted or corrupt shard)");
+  return n;
+}
+
+/// A case's row count or row length read from a shard report: a count of at least 1 (no case is
+/// empty; a crafted rows 0 once merged into a worst case that failed the report's schema).
+int64_t extent_of(const json& j, const char* what) {
+  const int64_t n = count_of(j, what);
+  if (n < 1) throw std::invalid_argument(std::string("shard_items: ") + what + " 0 is not a case's extent (a crafted or corrupt shard)");
   return n;
 }
 
@@ -162,9 +171,10 @@ std::vector<std::pair<int64_t, CaseResult>> shard_items_from_json(const json& j)
       CaseResult item;
       item.seed = parse_decimal_u64(e.at("seed").get<std::string>(), "seed");
       item.digest = parse_decimal_u64(e.at("digest").get<std::string>(), "digest");
-      item.rows = count_of(e.at("rows"), "rows");
-      item.n = count_of(e.at("n"), "n");
+      item.rows = extent_of(e.at("rows"), "rows");
+      item.n = extent_of(e.at("n"), "n");
       item.eps = parse_hexfloat(e.at("eps").get<std::string>());
+      if (!(item.eps > 0) || !std::isfinite(item.eps)) throw std::invalid_argument("shard_items: an eps that is not finite and positive");
       item.families = {e.at("families").at(0).get<bool>(), e.at("families").at(1).get<bool>()};
       for (const json& o : e.at("oracle"))
         item.oracle[o.at(0).get<bool>()] = {parse_hexfloat(o.at(1).get<std::string>()), o.at(2).get<int>(), o.at(3).get<bool>()};
