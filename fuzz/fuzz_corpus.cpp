@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "suite/corpus.hpp"
+#include "generators/corpus.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/case_json.hpp"
-#include "report/json_input.hpp"
+#include "io/case_json.hpp"
+#include "io/json_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

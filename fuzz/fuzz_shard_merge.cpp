@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nightly/merge.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 #include "report/schema_check.hpp"
 
 namespace {

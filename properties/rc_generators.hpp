@@ -9,7 +9,7 @@
 
 #include <rapidcheck.h>
 
-#include "properties/generators.hpp"
+#include "generators/generators.hpp"
 
 namespace normcheck::rcgen {
 

@@ -223,7 +223,7 @@ TEST(AxisInference, RefusesTensorsTooLargeToProbe) {
 
 #include <rapidcheck/gtest.h>
 
-#include "properties/grouped_generators.hpp"
+#include "generators/grouped_generators.hpp"
 #include "suite/grouped_judge.hpp"
 
 RC_GTEST_PROP(GroupedNorms, EveryGroupedKindWithinItsBoundsInEveryDtype, ()) {

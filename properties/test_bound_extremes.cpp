@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "properties/rc_generators.hpp"
-#include "report/case_json.hpp"
+#include "io/case_json.hpp"
 #include "kernels/jvp_registry.hpp"
 #include "suite/grouped_judge.hpp"
 #include "suite/jvp_suite.hpp"

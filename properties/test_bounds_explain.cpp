@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
-#include "core/bounds_explain.hpp"
-#include "core/bounds_model.hpp"
-#include "core/tolerance_table.hpp"
+#include "bounds/bounds_explain.hpp"
+#include "bounds/bounds_model.hpp"
+#include "bounds/tolerance_table.hpp"
 #include "kernels/registry.hpp"
-#include "properties/generators.hpp"
+#include "generators/generators.hpp"
 #include "suite/judge.hpp"
 
 namespace {

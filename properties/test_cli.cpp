@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "properties/cli_harness.hpp"
-#include "properties/generators.hpp"
-#include "report/case_json.hpp"
+#include "generators/generators.hpp"
+#include "io/case_json.hpp"
 
 namespace {
 

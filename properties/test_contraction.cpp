@@ -9,9 +9,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/bounds_contraction.hpp"
+#include "bounds/bounds_contraction.hpp"
 #include "kernels/contraction_registry.hpp"
-#include "properties/contraction_generators.hpp"
+#include "generators/contraction_generators.hpp"
 #include "suite/contraction_judge.hpp"
 
 using namespace normcheck;

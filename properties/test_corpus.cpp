@@ -8,8 +8,8 @@
 
 #include <set>
 
-#include "properties/generators.hpp"
-#include "suite/corpus.hpp"
+#include "generators/generators.hpp"
+#include "generators/corpus.hpp"
 #include "suite/search.hpp"
 #include "suite/suites.hpp"
 

@@ -6,9 +6,9 @@
 #include <cmath>
 
 #include "kernels/jvp_registry.hpp"
-#include "properties/generators.hpp"
-#include "properties/jvp_generators.hpp"
-#include "report/case_json.hpp"
+#include "generators/generators.hpp"
+#include "generators/jvp_generators.hpp"
+#include "io/case_json.hpp"
 #include "suite/judge.hpp"
 #include "suite/jvp_suite.hpp"
 #include "suite/runner.hpp"

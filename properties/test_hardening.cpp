@@ -8,9 +8,9 @@
 
 #include "core/layernorm_case.hpp"
 #include "properties/cli_harness.hpp"
-#include "report/case_json.hpp"
-#include "report/json_input.hpp"
-#include "report/output_files.hpp"
+#include "io/case_json.hpp"
+#include "io/json_input.hpp"
+#include "io/output_files.hpp"
 #include "report/schema_check.hpp"
 
 namespace {

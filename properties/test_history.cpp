@@ -244,3 +244,24 @@ TEST(History, ADamagedDatabaseIsRefusedNotShownAsAnotherNight) {
   EXPECT_NE(o.err.find("is damaged: a record of run 2, which table runs does not hold"), std::string::npos) << o.err;
   EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
 }
+
+TEST(History, SqlitesMessageQuotingANameFromTheFileStaysOneLine) {
+  // Found by fuzz_history: SQLite's "malformed database schema (NAME)" quotes a name from the file,
+  // and a name may hold a newline; the library's error (not only the CLI's) is one line.
+  const fs::path db = scratch() / "newline_in_a_name.sqlite";
+  fs::remove(db);
+  const std::vector<fs::path> nights = three_nights("newline_name");
+  ASSERT_EQ(run_cli("history add " + nights[0].string() + " --db " + db.string()).exit_code, 0);
+  sql(db, "PRAGMA writable_schema = ON; INSERT INTO sqlite_master VALUES('index', 'i' || char(10) || 'j', 'nowhere', 0, NULL);");
+  for (const auto access : {normcheck::nightly::History::Access::read_only, normcheck::nightly::History::Access::read_write}) {
+    try {
+      const normcheck::nightly::History h(db.string(), access);
+      (void)h.runs();
+      ADD_FAILURE() << "a malformed schema was read";
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      EXPECT_NE(what.find("i\\nj"), std::string::npos) << what;
+    }
+  }
+}

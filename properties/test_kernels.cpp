@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "properties/rc_generators.hpp"
-#include "report/case_json.hpp"
+#include "io/case_json.hpp"
 #include "suite/judge.hpp"
 
 using namespace normcheck;

@@ -14,7 +14,7 @@
 
 #include "nightly/diff.hpp"
 #include "properties/cli_harness.hpp"
-#include "properties/generators.hpp"
+#include "generators/generators.hpp"
 #include "suite/runner.hpp"
 #include "suite/suites.hpp"
 #include "shard_compare.hpp"
@@ -263,6 +263,11 @@ TEST(Shards, MergeRefusesCraftedCountsInsteadOfOverflowing) {
   std::string& acc_e = e.at("shard_items").at(0).at("partials").at(0).at("acc").get_ref<std::string&>();
   acc_e.replace(192, 12, "AAAAAAAA8L8A");
   refused(e, s1, "impossible errors");
+  // (f) a worst element at index 2^62 (its first 8 bytes; byte 8 zeroed): outside every case,
+  // merged it wrote element.col < 0, which the schema refuses (found by fuzz_shard_merge).
+  nlohmann::json f = s0;
+  f.at("shard_items").at(0).at("partials").at(0).at("worst").get_ref<std::string&>().replace(0, 12, "AAAAAAAAAEAA");
+  refused(f, s1, "a worst element outside its case");
 }
 
 TEST(Shards, TheGnuParallelRecipeAsDocumentedEqualsTheUnshardedRun) {

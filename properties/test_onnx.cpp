@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/bounds.hpp"
+#include "bounds/bounds.hpp"
 #include "core/metrics.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "properties/onnx_testdata.hpp"

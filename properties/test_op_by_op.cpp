@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/bounds.hpp"
+#include "bounds/bounds.hpp"
 #include "core/rng.hpp"
 #include "kernels/layernorm_op_by_op.hpp"
 #include "properties/cli_harness.hpp"

@@ -12,7 +12,7 @@
 
 #include "oracles/certified_layernorm.hpp"
 #include "properties/rc_generators.hpp"
-#include "report/case_json.hpp"
+#include "io/case_json.hpp"
 
 using namespace normcheck;
 using Exact = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<1000>, boost::multiprecision::et_off>;

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "external/call_layout.hpp"
-#include "report/case_json.hpp"
-#include "properties/generators.hpp"
+#include "io/case_json.hpp"
+#include "generators/generators.hpp"
 
 #include "properties/cli_harness.hpp"
 

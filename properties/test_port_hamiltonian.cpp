@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.hpp"
-#include "core/bounds_budget.hpp"
+#include "bounds/bounds_budget.hpp"
 #include "core/rng.hpp"
 #include "oracles/certified_port_hamiltonian.hpp"
 #include "suite/budget_case.hpp"

@@ -14,8 +14,8 @@
 #include <cstdio>
 #include <string>
 
-#include "contraction/converter.hpp"
-#include "core/bounds_contraction.hpp"
+#include "kernels/contraction_converter.hpp"
+#include "bounds/bounds_contraction.hpp"
 #include "core/rng.hpp"
 #include "kernels/contraction_registry.hpp"
 #include "oracles/certified_contraction.hpp"

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "core/bounds.hpp"
-#include "properties/generators.hpp"
+#include "bounds/bounds.hpp"
+#include "generators/generators.hpp"
 #include "suite/judge.hpp"
 
 using namespace normcheck;

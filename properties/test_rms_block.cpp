@@ -6,10 +6,10 @@
 
 #include <cmath>
 
-#include "core/bounds_block.hpp"
+#include "bounds/bounds_block.hpp"
 #include "kernels/block_registry.hpp"
 #include "oracles/certified_rms_block.hpp"
-#include "properties/block_generators.hpp"
+#include "generators/block_generators.hpp"
 #include "suite/block_suite.hpp"
 
 using namespace normcheck;

@@ -8,7 +8,8 @@
 
 #include "kernels/jvp_registry.hpp"
 #include "oracles/certified_layernorm.hpp"
-#include "properties/jvp_generators.hpp"
+#include "generators/jvp_generators.hpp"
+#include "report/jvp_report.hpp"
 #include "suite/jvp_suite.hpp"
 
 using namespace normcheck;

@@ -9,7 +9,7 @@
 
 #include "core/rng.hpp"
 #include "oracles/rmsnorm.hpp"
-#include "properties/generators.hpp"
+#include "generators/generators.hpp"
 
 using namespace normcheck;
 using Real = boost::multiprecision::number<boost::multiprecision::mpfi_float_backend<50>,

@@ -10,7 +10,7 @@
 #include "contraction/block_io.hpp"
 #include "contraction/certificate.hpp"
 #include "properties/cli_harness.hpp"
-#include "properties/contraction_generators.hpp"
+#include "generators/contraction_generators.hpp"
 
 using namespace normcheck;
 

@@ -8,13 +8,13 @@
 #include <set>
 
 #include "core/bias.hpp"
-#include "core/bounds.hpp"
+#include "bounds/bounds.hpp"
 #include "core/rng.hpp"
-#include "core/bounds_model.hpp"
+#include "bounds/bounds_model.hpp"
 #include "core/float_format.hpp"
 #include "kernels/layernorm.hpp"
 #include "oracles/certified_layernorm.hpp"
-#include "properties/generators.hpp"
+#include "generators/generators.hpp"
 #include "suite/judge.hpp"
 #include "suite/runner.hpp"
 

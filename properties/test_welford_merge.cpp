@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <random>
 
-#include "core/bounds_model.hpp"
+#include "bounds/bounds_model.hpp"
 #include "core/layernorm_case.hpp"
 #include "kernels/layernorm_reductions.hpp"
 #include "oracles/certified_layernorm.hpp"

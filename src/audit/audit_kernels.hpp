@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "audit/axes.hpp"
+#include "core/axes.hpp"
 #include "core/dtype.hpp"
 
 namespace normcheck::audit {

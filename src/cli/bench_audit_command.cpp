@@ -12,7 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "core/rng.hpp"
-#include "report/output_files.hpp"
+#include "io/output_files.hpp"
 
 namespace normcheck::cli {
 namespace {

@@ -14,7 +14,7 @@
 #include "external/exec.hpp"
 #include "external/plugin.hpp"
 #include "external/serve.hpp"
-#include "properties/generators.hpp"
+#include "generators/generators.hpp"
 
 namespace normcheck::cli {
 namespace {

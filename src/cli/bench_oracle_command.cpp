@@ -23,8 +23,8 @@
 #include "kernels/rmsnorm.hpp"
 #include "oracles/boost_mpfi_reference.hpp"
 #include "oracles/certified_layernorm.hpp"
-#include "properties/generators.hpp"
-#include "report/output_files.hpp"
+#include "generators/generators.hpp"
+#include "io/output_files.hpp"
 
 namespace normcheck::cli {
 namespace {

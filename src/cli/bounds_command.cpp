@@ -8,12 +8,12 @@
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "core/suggest.hpp"
-#include "core/bounds.hpp"
-#include "core/bounds_explain.hpp"
+#include "bounds/bounds.hpp"
+#include "bounds/bounds_explain.hpp"
 #include "external/npy.hpp"
-#include "report/json_input.hpp"
-#include "properties/generators.hpp"
-#include "report/case_json.hpp"
+#include "io/json_input.hpp"
+#include "generators/generators.hpp"
+#include "io/case_json.hpp"
 #include "suite/judge.hpp"
 
 namespace normcheck::cli {

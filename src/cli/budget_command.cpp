@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "report/report.hpp"
+#include "report/budget_report.hpp"
 #include "suite/budget_suite.hpp"
 
 namespace normcheck::cli {

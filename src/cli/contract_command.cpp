@@ -11,8 +11,8 @@
 #include "contraction/block_io.hpp"
 #include "contraction/certificate.hpp"
 #include "contraction/module_graph.hpp"
-#include "report/output_files.hpp"
-#include "properties/contraction_generators.hpp"
+#include "io/output_files.hpp"
+#include "generators/contraction_generators.hpp"
 #include "report/report.hpp"
 
 namespace normcheck::cli {

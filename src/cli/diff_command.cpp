@@ -6,7 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "report/schema_check.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 #include "nightly/diff.hpp"
 #include "report/report.hpp"
 

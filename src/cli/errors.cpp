@@ -2,7 +2,7 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 
 namespace normcheck::cli {
 

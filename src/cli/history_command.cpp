@@ -10,7 +10,7 @@
 #include "cli/commands.hpp"
 #include "nightly/history.hpp"
 #include "render/svg_charts.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 #include "report/schema_check.hpp"
 
 namespace normcheck::cli {

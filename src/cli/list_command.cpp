@@ -7,9 +7,9 @@
 
 #include "cli/commands.hpp"
 #include "kernels/block_registry.hpp"
-#include "properties/block_generators.hpp"
-#include "properties/contraction_generators.hpp"
-#include "properties/generators.hpp"
+#include "generators/block_generators.hpp"
+#include "generators/contraction_generators.hpp"
+#include "generators/generators.hpp"
 #include "sections/section.hpp"
 #include "suite/suites.hpp"
 

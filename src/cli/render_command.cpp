@@ -6,8 +6,8 @@
 
 #include "cli/commands.hpp"
 #include "report/schema_check.hpp"
-#include "report/json_input.hpp"
-#include "report/output_files.hpp"
+#include "io/json_input.hpp"
+#include "io/output_files.hpp"
 #include "nightly/diff.hpp"
 #include "nightly/history.hpp"
 #include "render/html_report.hpp"

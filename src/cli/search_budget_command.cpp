@@ -8,7 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
-#include "report/output_files.hpp"
+#include "io/output_files.hpp"
 #include "suite/budget_search.hpp"
 
 namespace normcheck::cli {

@@ -5,8 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
-#include "report/output_files.hpp"
-#include "suite/corpus.hpp"
+#include "io/output_files.hpp"
+#include "generators/corpus.hpp"
 #include "suite/judge.hpp"
 #include "suite/search.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "contraction/converter.hpp"
+#include "kernels/contraction_converter.hpp"
 #include "contraction/safetensors.hpp"
 #include "core/contraction_case.hpp"
 

@@ -1,9 +1,9 @@
 #include "contraction/certificate.hpp"
 
-#include "core/bounds_contraction.hpp"
+#include "bounds/bounds_contraction.hpp"
 #include "core/rng.hpp"
 #include "kernels/contraction_registry.hpp"
-#include "report/case_json.hpp"
+#include "io/case_json.hpp"
 #include "report/report.hpp"
 #include "suite/contraction_judge.hpp"
 

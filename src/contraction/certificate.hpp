@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "contraction/converter.hpp"
+#include "kernels/contraction_converter.hpp"
 
 namespace normcheck {
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 
 namespace normcheck {
 namespace {

@@ -1,7 +1,7 @@
 #include "contraction/safetensors.hpp"
 
 #include "core/storage_bytes.hpp"
-#include "report/output_files.hpp"
+#include "io/output_files.hpp"
 
 #include <algorithm>
 #include <cmath>

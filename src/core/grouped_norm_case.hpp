@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "audit/axes.hpp"
+#include "core/axes.hpp"
 #include "core/dtype.hpp"
 
 namespace normcheck {

@@ -40,7 +40,7 @@ struct ElementError {
   bool violation = false;    ///< certified: outside the bound (or envelope) for every y in the enclosure
   bool undecided = false;    ///< the enclosure straddles the bound (within the oracle radius)
   bool rounding_undecided = false;  ///< the reference's rounding is undecided: either candidate passes
-  uint8_t regime = 0;        ///< regime flags of the element (core/bounds.hpp), set by the judge
+  uint8_t regime = 0;        ///< regime flags of the element (bounds/bounds.hpp), set by the judge
   bool kernel_finite = true; ///< the kernel's value is finite
   bool exact_below_normal = false;  ///< |y| is below the dtype's smallest normal (its ULP is the subnormal spacing)
   /// The verdict admits an error of |y| or more here (bound >= |y|, or an envelope holding 0): the

@@ -11,7 +11,7 @@
 
 #include "external/npy.hpp"
 #include "external/stderr_sink.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 
 namespace normcheck::external {
 

@@ -16,7 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "core/storage_bytes.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 
 namespace normcheck::external {
 namespace {

@@ -15,7 +15,7 @@
 #include "external/npy.hpp"
 #include "external/serve_reply.hpp"
 #include "external/stderr_sink.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 #include "external/worker_pool.hpp"
 
 namespace normcheck::external {

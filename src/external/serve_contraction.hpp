@@ -5,7 +5,7 @@
 /// n and eps, and the rows of x (rows x d) and dy (rows x m); it returns f (rows x m) and dx (rows x d).
 #include <memory>
 
-#include "contraction/converter.hpp"
+#include "kernels/contraction_converter.hpp"
 #include "external/serve.hpp"
 #include "suite/contraction_judge.hpp"
 

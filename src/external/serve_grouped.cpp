@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "audit/axes.hpp"
+#include "core/axes.hpp"
 #include "external/serve.hpp"
 
 namespace normcheck::external {

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 
 namespace normcheck::external {
 

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "external/child_process.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 
 namespace normcheck::external {
 namespace {

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "contraction/converter.hpp"
+#include "kernels/contraction_converter.hpp"
 #include "core/contraction_case.hpp"
 
 namespace normcheck {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "report/case_json.hpp"
+#include "io/case_json.hpp"
 #include "report/ci_output.hpp"
 #include "report/verdicts.hpp"
 #include "sections/section.hpp"

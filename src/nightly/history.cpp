@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 
 #include "nightly/diff.hpp"
-#include "report/case_json.hpp"
-#include "report/json_input.hpp"
+#include "io/case_json.hpp"
+#include "io/json_input.hpp"
 #include "report/verdicts.hpp"
 #include "sections/section.hpp"
 
@@ -38,6 +38,10 @@ std::string text(const nlohmann::json& j, const char* field) {
   return j.contains(field) && j.at(field).is_string() ? j.at(field).get<std::string>() : "";
 }
 
+/// SQLite's message, escaped: it quotes names from the file (a table or index name may hold a
+/// newline; found by fuzz_history), and every error is one line.
+std::string sqlite_error(sqlite3* db) { return printable(sqlite3_errmsg(db)); }
+
 }  // namespace
 
 struct History::Impl {
@@ -49,25 +53,25 @@ struct History::Impl {
     if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
       const std::string what = err ? err : "unknown error";
       sqlite3_free(err);
-      throw std::runtime_error(fmt::format("history '{}': {}", path, what));
+      throw std::runtime_error(fmt::format("history '{}': {}", printable(path), printable(what)));
     }
   }
 
   sqlite3_stmt* prepare(const char* sql) const {
     sqlite3_stmt* s = nullptr;
     if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) != SQLITE_OK)
-      throw std::runtime_error(fmt::format("history '{}': {}", path, sqlite3_errmsg(db)));
+      throw std::runtime_error(fmt::format("history '{}': {}", printable(path), sqlite_error(db)));
     return s;
   }
 
   /// A query's last sqlite3_step code: anything but SQLITE_DONE (a damaged page, a crafted schema)
   /// is an error, never a silently shortened list.
   void check_read_to_the_end(int rc) const {
-    if (rc != SQLITE_DONE) throw std::runtime_error(fmt::format("history '{}': {}", path, sqlite3_errstr(rc)));
+    if (rc != SQLITE_DONE) throw std::runtime_error(fmt::format("history '{}': {}", printable(path), sqlite3_errstr(rc)));
   }
 
   void step_done(sqlite3_stmt* s) const {
-    if (sqlite3_step(s) != SQLITE_DONE) throw std::runtime_error(fmt::format("history '{}': {}", path, sqlite3_errmsg(db)));
+    if (sqlite3_step(s) != SQLITE_DONE) throw std::runtime_error(fmt::format("history '{}': {}", printable(path), sqlite_error(db)));
     sqlite3_reset(s);
   }
 };
@@ -105,7 +109,7 @@ void History::open(const std::string& path, Access access) {
     if (opened && sqlite3_exec(impl_->db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK)
       opened = open_with(read_only_uri(path, true), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
   }
-  if (!opened) throw std::runtime_error(fmt::format("cannot open history '{}': {}", path, impl_->db ? sqlite3_errmsg(impl_->db) : "out of memory"));
+  if (!opened) throw std::runtime_error(fmt::format("cannot open history '{}': {}", printable(path), impl_->db ? sqlite_error(impl_->db) : "out of memory"));
   sqlite3_busy_timeout(impl_->db, 10000);
   if (access == Access::read_write) {
     impl_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
@@ -125,13 +129,13 @@ void History::open(const std::string& path, Access access) {
   }
   sqlite3_stmt* s = nullptr;
   if (sqlite3_prepare_v2(impl_->db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &s, nullptr) != SQLITE_OK)
-    throw std::runtime_error(fmt::format("'{}' is not a normcheck history ({})", path, sqlite3_errmsg(impl_->db)));
+    throw std::runtime_error(fmt::format("'{}' is not a normcheck history ({})", printable(path), sqlite_error(impl_->db)));
   const bool found = sqlite3_step(s) == SQLITE_ROW;
   const std::string version = found ? column_text(s, 0) : "";
   sqlite3_finalize(s);
   if (version.empty()) throw std::runtime_error(fmt::format("history '{}' has no schema version (not a normcheck history, or damaged)", path));
   if (version != std::to_string(kHistorySchemaVersion))
-    throw std::runtime_error(fmt::format("history '{}' has schema version {}, this normcheck reads {}", path, printable(version.substr(0, 40)),
+    throw std::runtime_error(fmt::format("history '{}' has schema version {}, this normcheck reads {}", printable(path), printable(version.substr(0, 40)),
                                          kHistorySchemaVersion));
 }
 

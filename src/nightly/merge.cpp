@@ -4,7 +4,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 #include "report/report.hpp"
 #include "nightly/unit_costs.hpp"
 #include "sections/section.hpp"

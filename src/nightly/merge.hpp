@@ -8,12 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sections/shard_report.hpp"
+
 namespace normcheck::nightly {
 
-struct ShardReport {
-  std::string path;
-  nlohmann::json report;
-};
 
 /// Throws std::invalid_argument with one line when the shards do not form one run: not normcheck
 /// reports, other schema versions or git revisions, different configurations, not sharded, or

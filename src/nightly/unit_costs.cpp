@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 
 namespace normcheck::nightly {
 

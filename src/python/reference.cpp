@@ -6,11 +6,11 @@
 #include <cmath>
 #include <limits>
 
-#include "audit/axes.hpp"
+#include "core/axes.hpp"
 #include "core/grouped_norm_case.hpp"
 #include "oracles/certified_grouped_norm.hpp"
 #include "oracles/certified_layernorm.hpp"
-#include "properties/generators.hpp"
+#include "generators/generators.hpp"
 #include "python/convert.hpp"
 #include "suite/grouped_judge.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "core/metrics.hpp"
 #include "render/svg_charts.hpp"
-#include "report/case_json.hpp"
+#include "io/case_json.hpp"
 
 namespace normcheck::render {
 namespace {

@@ -4,12 +4,13 @@
 
 #include <cmath>
 
-#include "core/bounds.hpp"
-#include "properties/block_generators.hpp"
-#include "nightly/shard_items.hpp"
-#include "report/case_json.hpp"
+#include "bounds/bounds.hpp"
+#include "generators/block_generators.hpp"
+#include "report/shard_items.hpp"
+#include "io/case_json.hpp"
+#include "suite/failure_json.hpp"
 #include "report/report.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 
 namespace normcheck {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 #include "report/verdicts.hpp"
 
 namespace normcheck {

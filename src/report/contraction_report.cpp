@@ -2,8 +2,9 @@
 
 #include <algorithm>
 
-#include "nightly/shard_items.hpp"
-#include "report/case_json.hpp"
+#include "report/shard_items.hpp"
+#include "io/case_json.hpp"
+#include "suite/failure_json.hpp"
 #include "report/record_header.hpp"
 #include "report/report.hpp"
 

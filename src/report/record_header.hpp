@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/dtype.hpp"
-#include "core/tolerance_table.hpp"
+#include "bounds/tolerance_table.hpp"
 
 namespace normcheck {
 

@@ -1,6 +1,6 @@
 #include "report/report.hpp"
 
-#include "nightly/shard_items.hpp"
+#include "report/shard_items.hpp"
 
 #include "report/record_header.hpp"
 
@@ -13,10 +13,11 @@
 
 #include "core/shell_quote.hpp"
 #include "oracles/certified_layernorm.hpp"
-#include "report/case_json.hpp"
+#include "io/case_json.hpp"
+#include "suite/failure_json.hpp"
 
 #include "report/version.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 #include "git_revision.h"  // generated at build time (cmake/git_revision.cmake)
 #ifndef NORMCHECK_CXX_FLAGS
 #define NORMCHECK_CXX_FLAGS "unknown"

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/json_input.hpp"
-#include "report/output_files.hpp"
+#include "io/json_input.hpp"
+#include "io/output_files.hpp"
 #include "report/verdicts.hpp"
 #include "suite/runner.hpp"
 

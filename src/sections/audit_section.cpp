@@ -3,7 +3,7 @@
 // that kernel probed on every standard case whose kind it implements. One shard unit, no cases.
 #include "audit/audit_report.hpp"
 #include "sections/external_grouped.hpp"
-#include "nightly/merge_rules.hpp"
+#include "sections/merge_rules.hpp"
 #include "report/terminal_summary.hpp"
 #include "sections/section_support.hpp"
 #include "sections/sections.hpp"

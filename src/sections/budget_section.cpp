@@ -6,8 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "nightly/merge_rules.hpp"
-#include "nightly/shard_items.hpp"
+#include "report/budget_report.hpp"
+#include "sections/merge_rules.hpp"
+#include "report/shard_items.hpp"
 #include "sections/section_support.hpp"
 #include "sections/sections.hpp"
 #include "suite/suites.hpp"

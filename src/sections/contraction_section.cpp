@@ -8,8 +8,8 @@
 #include "external/plugin.hpp"
 #include "external/plugin_v2.hpp"
 #include "external/serve_contraction.hpp"
-#include "nightly/merge_rules.hpp"
-#include "properties/contraction_generators.hpp"
+#include "sections/merge_rules.hpp"
+#include "generators/contraction_generators.hpp"
 #include "report/schema_check.hpp"
 #include "report/contraction_report.hpp"
 #include "report/report.hpp"
@@ -20,7 +20,7 @@
 #include "sections/sections.hpp"
 #include "suite/contraction_judge.hpp"
 #include "suite/suites.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 
 namespace normcheck::sections {
 namespace {

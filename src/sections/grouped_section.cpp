@@ -7,11 +7,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "report/grouped_report.hpp"
 #include "external/plugin.hpp"
 #include "external/plugin_v2.hpp"
 #include "external/serve_grouped.hpp"
-#include "nightly/merge_rules.hpp"
-#include "properties/grouped_generators.hpp"
+#include "sections/merge_rules.hpp"
+#include "generators/grouped_generators.hpp"
 #include "report/schema_check.hpp"
 #include "report/report.hpp"
 #include "sections/replay_external.hpp"
@@ -22,7 +23,7 @@
 #include "sections/section_support.hpp"
 #include "sections/sections.hpp"
 #include "suite/suites.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 
 namespace normcheck::sections {
 namespace {

@@ -6,14 +6,15 @@
 
 #include <fmt/format.h>
 
+#include "report/jvp_report.hpp"
 #include "external/plugin.hpp"
 #include "external/plugin_v2.hpp"
 #include "external/serve_jvp.hpp"
 #include "kernels/jvp_registry.hpp"
-#include "nightly/merge_rules.hpp"
-#include "properties/jvp_generators.hpp"
+#include "sections/merge_rules.hpp"
+#include "generators/jvp_generators.hpp"
 #include "report/schema_check.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 #include "report/terminal_summary.hpp"
 #include "sections/replay_external.hpp"
 #include "sections/replay_support.hpp"

@@ -18,7 +18,7 @@
 #include "external/serve_contraction.hpp"
 #include "external/serve_jvp.hpp"
 #include "external/serve_grouped.hpp"
-#include "report/case_json.hpp"
+#include "io/case_json.hpp"
 #include "report/report.hpp"
 
 namespace normcheck::sections {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "report/case_json.hpp"
+#include "io/case_json.hpp"
 #include "sections/options.hpp"
 
 namespace normcheck::sections {

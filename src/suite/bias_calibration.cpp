@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "core/rng.hpp"
-#include "properties/generators.hpp"
+#include "generators/generators.hpp"
 #include "suite/judge.hpp"
 #include "suite/work_items.hpp"
 

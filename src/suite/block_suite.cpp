@@ -10,10 +10,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/bounds_block.hpp"
+#include "bounds/bounds_block.hpp"
 #include "oracles/certified_rms_block.hpp"
-#include "properties/block_generators.hpp"
-#include "report/case_json.hpp"
+#include "generators/block_generators.hpp"
+#include "io/case_json.hpp"
+#include "suite/failure_json.hpp"
 
 namespace normcheck {
 namespace {

@@ -16,7 +16,7 @@ namespace normcheck {
 
 struct BlockSuiteConfig {
   std::vector<DType> dtypes;
-  std::vector<std::string> generators;  ///< block generators (properties/block_generators.hpp)
+  std::vector<std::string> generators;  ///< block generators (generators/block_generators.hpp)
   std::vector<std::string> variants;    ///< empty: all
   int cases_per_generator = 4;
   uint64_t seed = 20261130;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/bounds_budget.hpp"
-#include "core/tolerance_table.hpp"
+#include "bounds/bounds_budget.hpp"
+#include "bounds/tolerance_table.hpp"
 #include "kernels/port_hamiltonian.hpp"
 #include "kernels/storage_io.hpp"
 #include "oracles/certified_port_hamiltonian.hpp"

@@ -8,7 +8,7 @@
 
 #include "core/float_format.hpp"
 #include "core/rng.hpp"
-#include "report/json_input.hpp"
+#include "io/json_input.hpp"
 
 namespace normcheck {
 namespace {

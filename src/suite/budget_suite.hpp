@@ -77,7 +77,6 @@ BudgetSuiteResult run_budget_suite(const BudgetSuiteConfig& cfg);
 /// Adds a case's checks to the records (records appear in the order their first check does).
 void fold_budget_case(std::vector<BudgetRecord>& records, const BudgetCaseChecks& c);
 bool budget_suite_passed(const BudgetSuiteResult& r);
-nlohmann::json budget_suite_json(const BudgetSuiteConfig& cfg, const BudgetSuiteResult& r);
 
 /// Cases the config's shard plans; its shard units (one per case).
 int64_t planned_cases(const BudgetSuiteConfig& cfg);

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/bounds_contraction.hpp"
+#include "bounds/bounds_contraction.hpp"
 #include "kernels/contraction_registry.hpp"
 
 namespace normcheck {

@@ -5,7 +5,7 @@
 /// oracle (report only: the contraction is never judged by it).
 #include <functional>
 
-#include "contraction/converter.hpp"
+#include "kernels/contraction_converter.hpp"
 #include "kernels/contraction_registry.hpp"
 #include "oracles/certified_contraction.hpp"
 #include "suite/judge.hpp"

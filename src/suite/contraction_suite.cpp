@@ -10,8 +10,9 @@
 #include <thread>
 
 #include "kernels/contraction_registry.hpp"
-#include "properties/contraction_generators.hpp"
-#include "report/case_json.hpp"
+#include "generators/contraction_generators.hpp"
+#include "io/case_json.hpp"
+#include "suite/failure_json.hpp"
 #include "suite/contraction_judge.hpp"
 
 namespace normcheck {

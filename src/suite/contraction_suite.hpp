@@ -24,7 +24,7 @@ struct ContractionExternalKernel {
 
 struct ContractionSuiteConfig {
   std::vector<DType> dtypes;
-  std::vector<std::string> generators;  ///< properties/contraction_generators.hpp
+  std::vector<std::string> generators;  ///< generators/contraction_generators.hpp
   int cases_per_generator = 4;
   uint64_t seed = 20261130;
   int threads = 1;

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "core/bounds_grouped.hpp"
+#include "bounds/bounds_grouped.hpp"
 #include "kernels/grouped_norm.hpp"
 #include "kernels/storage_io.hpp"
 

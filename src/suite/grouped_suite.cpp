@@ -5,10 +5,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "properties/grouped_generators.hpp"
-#include "report/case_json.hpp"
-#include "report/record_header.hpp"
-#include "report/report.hpp"
+#include "core/rng.hpp"
+#include "generators/grouped_generators.hpp"
+#include "io/case_json.hpp"
+#include "suite/failure_json.hpp"
 #include "suite/grouped_judge.hpp"
 #include "suite/work_items.hpp"
 
@@ -32,18 +32,6 @@ Item item_at(const GroupedSuiteConfig& cfg, size_t i) {
                per_dtype = grouped_suite_kinds().size() * per_kind;
   return {cfg.dtypes[i / per_dtype], static_cast<int>((i % per_dtype) / per_kind), static_cast<int>((i % per_kind) / per_layout),
           static_cast<int64_t>(i % per_layout)};
-}
-
-nlohmann::json kind_names() {
-  nlohmann::json names = nlohmann::json::array();
-  for (audit::NormKind k : grouped_suite_kinds()) names.push_back(std::string(audit::kind_name(k)));
-  return names;
-}
-
-nlohmann::json layout_names() {
-  nlohmann::json names = nlohmann::json::array();
-  for (audit::Layout l : grouped_suite_layouts()) names.push_back(std::string(audit::layout_name(l)));
-  return names;
 }
 
 struct ItemResult {
@@ -126,42 +114,6 @@ bool grouped_suite_passed(const GroupedSuiteResult& r, bool report_only) {
   for (const GroupedRecord& rec : r.records)
     if (rec.failed() && !report_only) return false;
   return !r.interrupted;
-}
-
-nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSuiteResult& r, const std::string& report_path) {
-  nlohmann::json records = nlohmann::json::array(), dtypes = nlohmann::json::array();
-  for (const GroupedRecord& rec : r.records) {
-    const std::string replay = replay_command_line(report_path, "grouped-record", static_cast<int64_t>(records.size()));
-    const DType accum = dtype_info(rec.storage).default_accum;
-    const std::string pair = std::string(dtype_info(rec.storage).name) + "/" + std::string(dtype_info(accum).name) + "]";
-    RecordHeader h{"grouped_norm", rec.storage, accum, rec.output,
-                   (rec.kind == audit::NormKind::rms_norm ? "GROUPED-RMS-SEQ[" : "GROUPED-TWOPASS-SEQ[") + pair, std::nullopt,
-                   record_verdict(rec.kernel_failures, verdict_name(rec.cases, rec.acc, rec.failed(), false)), rec.cases,
-                   rec.failed_cases, rec.uncertified_cases, std::nullopt};
-    if (cfg.external)  // built-in records stay as they were
-      h.external = ExternalRecordIdentity{cfg.external->name, cfg.external->report_only ? Expectation::report_only : Expectation::must_pass,
-                                          rec.kernel_failures, rec.first_kernel_failure, std::nullopt};
-    nlohmann::json j = record_header_json(h);
-    j.update({
-        {"kind", std::string(audit::kind_name(rec.kind))},
-        {"oracle_precision_bits", rec.oracle_precision_bits},
-        {"worst_case",
-         {{"case_seed", std::to_string(rec.worst_seed)},
-          {"layout", std::string(audit::layout_name(rec.worst_tensor.layout))},
-          {"shape", rec.worst_tensor.shape},
-          {"element", worst_element_json(rec.worst, 0)},
-          {"regenerate", "gen::make_grouped_case(kind, layout, dtype, case_seed)"},
-          {"replay", replay}}}});
-    j.update(accumulator_json(rec.acc));
-    records.push_back(j);
-  }
-  for (DType d : cfg.dtypes) dtypes.push_back(std::string(dtype_info(d).name));
-  return {{"config", {{"dtypes", dtypes}, {"cases_per_layout", cfg.cases_per_layout}, {"seed", std::to_string(cfg.seed)},
-                      {"kinds", kind_names()}, {"layouts", layout_names()}}},
-          {"passed", grouped_suite_passed(r, cfg.external && cfg.external->report_only)},
-          {"cases_planned", r.cases_planned},
-          {"cases_done", r.cases_done},
-          {"records", records}};
 }
 
 }  // namespace normcheck

@@ -60,7 +60,6 @@ uint64_t grouped_case_seed(uint64_t run_seed, DType dt, int kind, int layout, in
 GroupedSuiteResult run_grouped_suite(const GroupedSuiteConfig& cfg);
 /// Every record holds (report-only external kernels: their failures do not count) and no case was lost.
 bool grouped_suite_passed(const GroupedSuiteResult& r, bool report_only = false);
-nlohmann::json grouped_suite_json(const GroupedSuiteConfig& cfg, const GroupedSuiteResult& r, const std::string& report_path);
 
 /// The kinds and layouts the suite runs, in seed order.
 const std::vector<audit::NormKind>& grouped_suite_kinds();

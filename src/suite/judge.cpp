@@ -5,7 +5,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "core/bounds.hpp"
+#include "bounds/bounds.hpp"
 #include "core/rng.hpp"
 
 namespace normcheck {

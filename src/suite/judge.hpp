@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "core/bias.hpp"
-#include "core/bounds.hpp"
+#include "bounds/bounds.hpp"
 #include "core/metrics.hpp"
-#include "core/tolerance_table.hpp"
+#include "bounds/tolerance_table.hpp"
 #include "kernels/registry.hpp"
 #include "oracles/certified_layernorm.hpp"
 

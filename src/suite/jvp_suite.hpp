@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/bounds.hpp"
+#include "bounds/bounds.hpp"
 #include "core/layernorm_case.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "suite/judge.hpp"
@@ -103,7 +103,6 @@ std::vector<JvpJudgement> judge_jvp(std::string_view op, const LayerNormCase& c,
 JvpSuiteResult run_jvp_suite(const JvpSuiteConfig& cfg);
 /// Every must-pass record holds and every known-weak record is flagged somewhere in its dtype.
 bool jvp_suite_passed(const JvpSuiteResult& r, bool report_only = false);
-nlohmann::json jvp_suite_json(const JvpSuiteConfig& cfg, const JvpSuiteResult& r, const std::string& report_path);
 int64_t planned_cases(const JvpSuiteConfig& cfg);
 
 }  // namespace normcheck

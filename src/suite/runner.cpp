@@ -9,7 +9,8 @@
 #include <thread>
 
 #include "oracles/certified_layernorm.hpp"
-#include "report/case_json.hpp"
+#include "io/case_json.hpp"
+#include "suite/failure_json.hpp"
 
 namespace normcheck {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "properties/generators.hpp"
+#include "generators/generators.hpp"
 #include "suite/judge.hpp"
 #include "suite/work_items.hpp"
 

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "core/rng.hpp"
-#include "properties/generators.hpp"
+#include "generators/generators.hpp"
 #include "suite/judge.hpp"
 
 namespace normcheck {

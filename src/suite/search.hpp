@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "suite/corpus.hpp"
+#include "generators/corpus.hpp"
 
 namespace normcheck {
 

@@ -4,9 +4,9 @@
 
 #include "core/layernorm_case.hpp"
 
-#include "properties/block_generators.hpp"
-#include "properties/contraction_generators.hpp"
-#include "properties/jvp_generators.hpp"
+#include "generators/block_generators.hpp"
+#include "generators/contraction_generators.hpp"
+#include "generators/jvp_generators.hpp"
 
 namespace normcheck {
 
