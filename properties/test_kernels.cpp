@@ -2,11 +2,15 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
+#include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "properties/rc_generators.hpp"
 #include "io/case_json.hpp"
 #include "suite/judge.hpp"
+#include "normcheck/plugin.h"
 
 using namespace normcheck;
 
@@ -77,6 +81,74 @@ int flagged_cases(DType dt, const std::string& variant, const std::string& gener
 }
 
 }  // namespace
+
+TEST(OpSpecs, TableIsInOpOrderAndNamesRoundTrip) {
+  const auto& specs = op_specs();
+  ASSERT_EQ(specs.size(), 4u);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    EXPECT_EQ(static_cast<size_t>(specs[i].op), i) << specs[i].name;
+    EXPECT_EQ(parse_op(specs[i].name), specs[i].op) << specs[i].name;
+    EXPECT_EQ(op_name(specs[i].op), specs[i].name);
+    EXPECT_EQ(op_of(specs[i].family, specs[i].direction), specs[i].op);
+    ASSERT_EQ(specs[i].output_names.size(), specs[i].outputs.size());
+    for (size_t k = 0; k < specs[i].outputs.size(); ++k) EXPECT_EQ(specs[i].output_names[k], specs[i].outputs[k].name);
+    EXPECT_FALSE(specs[i].formula.empty());
+    EXPECT_FALSE(specs[i].bound.empty());
+  }
+  EXPECT_FALSE(parse_op("layernorm_forwards").has_value());
+  EXPECT_FALSE(parse_op("").has_value());
+  EXPECT_EQ(op_names_joined(), "layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward");
+}
+
+TEST(OpSpecs, AbiNumbersFamiliesAndRolesMatchThePluginHeader) {
+  EXPECT_EQ(op_spec(Op::layernorm_forward).abi_op, NC_LAYERNORM_FORWARD);
+  EXPECT_EQ(op_spec(Op::layernorm_backward).abi_op, NC_LAYERNORM_BACKWARD);
+  EXPECT_EQ(op_spec(Op::rmsnorm_forward).abi_op, NC_RMSNORM_FORWARD);
+  EXPECT_EQ(op_spec(Op::rmsnorm_backward).abi_op, NC_RMSNORM_BACKWARD);
+  EXPECT_TRUE(is_rmsnorm(Op::rmsnorm_backward));
+  EXPECT_FALSE(is_rmsnorm(Op::layernorm_backward));
+  EXPECT_TRUE(is_backward(Op::rmsnorm_backward));
+  EXPECT_FALSE(is_backward(Op::layernorm_forward));
+  const auto names = [](const std::vector<OpSlot>& slots) {
+    std::vector<std::string> v;
+    for (const OpSlot& s : slots) v.push_back(s.name);
+    return v;
+  };
+  EXPECT_EQ(names(op_spec(Op::layernorm_backward).outputs), (std::vector<std::string>{"dx", "dgamma", "dbeta"}));
+  EXPECT_EQ(names(op_spec(Op::rmsnorm_backward).outputs), (std::vector<std::string>{"dx", "dgamma"}));
+  EXPECT_EQ(names(op_spec(Op::rmsnorm_forward).inputs), (std::vector<std::string>{"x", "gamma"}));
+  const OpSlot& dx = op_spec(Op::layernorm_backward).outputs[0];
+  const OpSlot& dgamma = op_spec(Op::layernorm_backward).outputs[1];
+  EXPECT_EQ(dgamma.role, SlotRole::reduced_output);
+  EXPECT_FALSE(dgamma.per_row());
+  EXPECT_EQ(output_elements(dx, 3, 5), 15);
+  EXPECT_EQ(output_elements(dgamma, 3, 5), 5);
+}
+
+TEST(OpSpecs, EveryBuiltinKernelFillsExactlyItsSpecsOutputs) {
+  const LayerNormCase c = gen::make_layernorm_case("normal", DType::f64, 42, {3, 8});
+  std::set<Op> ops_seen;
+  for (const KernelEntry& k : builtin_kernels()) {
+    if (k.storage != DType::f64) continue;
+    ops_seen.insert(k.op);
+    const KernelOutputs out = k.run(c);
+    for (const std::string& name : {std::string("y"), std::string("dx"), std::string("dgamma"), std::string("dbeta")}) {
+      const auto& names = op_spec(k.op).output_names;
+      const bool named = std::find(names.begin(), names.end(), name) != names.end();
+      const OpSlot* slot = nullptr;
+      for (const OpSlot& s : op_spec(k.op).outputs)
+        if (s.name == name) slot = &s;
+      if (named)
+        EXPECT_EQ(static_cast<int64_t>(output_of(out, name).size()), output_elements(*slot, c.rows, c.n))
+            << op_name(k.op) << "/" << name;
+      else
+        EXPECT_TRUE(output_of(out, name).empty()) << op_name(k.op) << " fills " << name << " that its spec lacks";
+    }
+  }
+  EXPECT_EQ(ops_seen.size(), op_specs().size());
+  KernelOutputs out;
+  EXPECT_THROW(output_of(out, "mean"), std::invalid_argument);
+}
 
 TEST(Kernels, TwoPassWithinBoundEveryDtype) {
   for_each_dtype([](auto tag) { check_variant(dtype_traits<decltype(tag)>::id, "two_pass"); });

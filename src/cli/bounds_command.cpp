@@ -139,8 +139,7 @@ void print_text(const nlohmann::json& j) {
 
 /// One line naming what of (op, dtype, kernel, generator) is unknown, with a suggestion; empty if all are known.
 std::string unknown_part(const BoundsOptions& o) {
-  const std::vector<std::string> ops = {"layernorm_forward", "layernorm_backward", "rmsnorm_forward", "rmsnorm_backward"};
-  if (!parse_op(o.op)) return fmt::format("unknown op '{}'{}", o.op, did_you_mean(o.op, ops));
+  if (!parse_op(o.op)) return fmt::format("unknown op '{}'{}", o.op, did_you_mean(o.op, op_name_list()));
   if (!parse_dtype(o.dtype)) return fmt::format("unknown dtype '{}'{}", o.dtype, did_you_mean(o.dtype, dtype_names()));
   if (!kernel_of(o)) {
     std::vector<std::string> variants;

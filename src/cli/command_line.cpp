@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "core/op_spec.hpp"
 #include "core/suggest.hpp"
 
 
@@ -28,7 +29,7 @@ const CLI::Validator kSeed(
 void add_run_options(CLI::App& run, RunOptions& o) {
   run.add_option("--suite", o.suite, "named suite: default, quick, nightly, llm (see normcheck suites)");
   run.add_option("--ops", o.ops,
-                 "ops: layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward, linear_rmsnorm "
+                 "ops: " + op_names_joined() + ", linear_rmsnorm "
                  "(the Linear o RMSNorm block suite), qr_contraction (the QR-contraction suite), grouped_norm (batch, group, instance norm), layernorm_jvp, rmsnorm_jvp (the JVPs), axis_audit, port_hamiltonian (the port budget, issue 9)")
       ->delimiter(',');
   run.add_option("--kernels", o.variants, "kernel variants (see normcheck list), block variants included")
@@ -98,7 +99,7 @@ void add_search_options(CLI::App& s, SearchOptions& o) {
 }
 
 void add_bounds_options(CLI::App& b, BoundsOptions& o) {
-  b.add_option("--op", o.op, "layernorm_forward, layernorm_backward, rmsnorm_forward or rmsnorm_backward");
+  b.add_option("--op", o.op, "per-op op: " + op_names_joined());
   b.add_option("--kernel", o.variant, "kernel variant");
   b.add_option("--dtype", o.dtype, "storage dtype");
   b.add_option("--n", o.n, "row length")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));

@@ -1,3 +1,4 @@
+#include <stdexcept>
 #include "core/layernorm_case.hpp"
 
 #include <cmath>
@@ -85,6 +86,14 @@ std::optional<std::string> validate_tangents(const LayerNormCase& c, const Layer
     if (auto err = check_values(*v, name, c.dtype)) return err;
   }
   return std::nullopt;
+}
+
+const std::vector<double>& case_input(const LayerNormCase& c, std::string_view name) {
+  if (name == "x") return c.x;
+  if (name == "gamma") return c.gamma;
+  if (name == "beta") return c.beta;
+  if (name == "dy") return c.dy;
+  throw std::invalid_argument("a LayerNorm case has no tensor '" + std::string(name) + "'");
 }
 
 }  // namespace normcheck

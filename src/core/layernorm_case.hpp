@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -21,6 +22,10 @@ struct LayerNormCase {
   std::string generator;      ///< generator that produced it, for replay
   uint64_t seed = 0;          ///< case seed the generator was called with
 };
+
+/// The case's tensor named `name` (an OpSpec input: x, gamma, beta, dy); throws std::invalid_argument
+/// for another name.
+const std::vector<double>& case_input(const LayerNormCase& c, std::string_view name);
 
 /// The tangents of a LayerNorm JVP along (x, gamma, beta): dx (rows*n), dgamma and dbeta (n each),
 /// exact values of the case's dtype.

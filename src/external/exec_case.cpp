@@ -18,21 +18,12 @@ namespace normcheck::external {
 CaseFiles write_case_files(const std::filesystem::path& dir, Op op, const LayerNormCase& c, const std::string& format) {
   const std::vector<int64_t> mat{c.rows, c.n}, vec{c.n};
   CaseFiles files;
-  write_npy(dir / "x.npy", c.dtype, mat, c.x);
-  write_npy(dir / "gamma.npy", c.dtype, vec, c.gamma);
-  nlohmann::json inputs = {{"x", "x.npy"}, {"gamma", "gamma.npy"}};
-  if (!is_rmsnorm(op)) {
-    write_npy(dir / "beta.npy", c.dtype, vec, c.beta);
-    inputs["beta"] = "beta.npy";
+  nlohmann::json inputs = nlohmann::json::object();
+  for (const OpSlot& in : op_spec(op).inputs) {
+    write_npy(dir / (in.name + ".npy"), c.dtype, in.per_row() ? mat : vec, case_input(c, in.name));
+    inputs[in.name] = in.name + ".npy";
   }
-  if (is_backward(op)) {
-    write_npy(dir / "dy.npy", c.dtype, mat, c.dy);
-    inputs["dy"] = "dy.npy";
-    files.outputs = {{"dx", mat}, {"dgamma", vec}};
-    if (!is_rmsnorm(op)) files.outputs.push_back({"dbeta", vec});
-  } else {
-    files.outputs = {{"y", mat}};
-  }
+  for (const OpSlot& o : op_spec(op).outputs) files.outputs.push_back({o.name, o.per_row() ? mat : vec});
   nlohmann::json out_names = nlohmann::json::object();
   std::error_code ec;
   for (const auto& [name, shape] : files.outputs) {
@@ -63,11 +54,7 @@ KernelOutputs read_case_outputs(const std::filesystem::path& dir, const CaseFile
   KernelOutputs out;
   try {
     for (const auto& [name, shape] : files.outputs) {
-      std::vector<double> v = read_npy(dir / (name + ".npy"), dtype, shape);
-      if (name == "y") out.y = std::move(v);
-      if (name == "dx") out.dx = std::move(v);
-      if (name == "dgamma") out.dgamma = std::move(v);
-      if (name == "dbeta") out.dbeta = std::move(v);
+      output_of(out, name) = read_npy(dir / (name + ".npy"), dtype, shape);
     }
   } catch (const std::exception& e) {
     out = KernelOutputs{};

@@ -19,15 +19,8 @@ namespace {
 
 constexpr const char* kUnsupported = "NC_UNSUPPORTED";
 
-nc_op abi_op(Op op) {
-  switch (op) {
-    case Op::layernorm_forward: return NC_LAYERNORM_FORWARD;
-    case Op::layernorm_backward: return NC_LAYERNORM_BACKWARD;
-    case Op::rmsnorm_forward: return NC_RMSNORM_FORWARD;
-    case Op::rmsnorm_backward: return NC_RMSNORM_BACKWARD;
-  }
-  return NC_LAYERNORM_FORWARD;
-}
+nc_op abi_op(Op op) { return static_cast<nc_op>(op_spec(op).abi_op); }
+static_assert(NC_RMSNORM_BACKWARD == 3, "op_spec.cpp's abi_op column follows plugin.h's nc_op");
 
 nc_dtype abi_dtype(DType d) {
   switch (d) {
@@ -39,7 +32,12 @@ nc_dtype abi_dtype(DType d) {
   return NC_F32;
 }
 
-constexpr Op kOps[] = {Op::layernorm_forward, Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward};
+/// The index of an ABI op in the inspect reply's table (wire::kInspectedOps).
+size_t inspected_index(uint32_t abi) {
+  for (size_t i = 0; i < static_cast<size_t>(wire::kInspectedOpCount); ++i)
+    if (wire::kInspectedOps[i] == abi) return i;
+  throw std::logic_error("op " + std::to_string(abi) + " is not in the plugin inspect table");
+}
 constexpr DType kDtypes[] = {DType::f16, DType::bf16, DType::f32, DType::f64};
 
 /// The request of a call whose tensors lie in a block of `l.total` bytes as `l` places them.
@@ -135,9 +133,9 @@ PluginInfo inspect_plugin(const std::string& path, double timeout_s, double star
     if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_')
       throw std::runtime_error("plugin '" + path + "' has an invalid name '" + info.name + "' (letters, digits, '_')");
   if (info.name.empty()) throw std::runtime_error("plugin '" + path + "' has an empty name");
-  for (size_t o = 0; o < 4; ++o)
+  for (const OpSpec& s : op_specs())
     for (size_t d = 0; d < 4; ++d)
-      if (r.reply.supports[o * 4 + d]) info.supported.emplace_back(kOps[o], kDtypes[d]);
+      if (r.reply.supports[inspected_index(static_cast<uint32_t>(s.abi_op)) * 4 + d]) info.supported.emplace_back(s.op, kDtypes[d]);
   for (size_t d = 0; d < 4; ++d) {
     if (r.reply.supports[4 * 4 + d]) info.grouped_dtypes.push_back(kDtypes[d]);
     if (r.reply.supports[5 * 4 + d]) info.block_dtypes.push_back(kDtypes[d]);

@@ -240,15 +240,8 @@ FileCall layernorm_call(Op op, const LayerNormCase& c) {
   call.dtype = c.dtype;
   call.manifest = {{"op", std::string(op_name(op))}, {"rows", c.rows}, {"n", c.n}, {"eps", c.eps},
                    {"eps_hex", fmt::format("{:a}", c.eps)}, {"unsupported_exit_status", kUnsupportedExit}};
-  call.inputs = {{"x", mat, &c.x}, {"gamma", vec, &c.gamma}};
-  if (!is_rmsnorm(op)) call.inputs.push_back({"beta", vec, &c.beta});
-  if (is_backward(op)) {
-    call.inputs.push_back({"dy", mat, &c.dy});
-    call.outputs = {{"dx", mat}, {"dgamma", vec}};
-    if (!is_rmsnorm(op)) call.outputs.push_back({"dbeta", vec});
-  } else {
-    call.outputs = {{"y", mat}};
-  }
+  for (const OpSlot& in : op_spec(op).inputs) call.inputs.push_back({in.name, in.per_row() ? mat : vec, &case_input(c, in.name)});
+  for (const OpSlot& o : op_spec(op).outputs) call.outputs.push_back({o.name, o.per_row() ? mat : vec});
   return call;
 }
 
@@ -256,12 +249,7 @@ KernelOutputs kernel_outputs(FileCallResult r) {
   KernelOutputs out;
   out.failure = std::move(r.failure);
   out.skipped = r.skipped;
-  for (auto& [name, v] : r.outputs) {
-    if (name == "y") out.y = std::move(v);
-    if (name == "dx") out.dx = std::move(v);
-    if (name == "dgamma") out.dgamma = std::move(v);
-    if (name == "dbeta") out.dbeta = std::move(v);
-  }
+  for (auto& [name, v] : r.outputs) output_of(out, name) = std::move(v);
   return out;
 }
 

@@ -7,18 +7,9 @@
 #include <vector>
 
 #include "core/layernorm_case.hpp"
+#include "core/op_spec.hpp"
 
 namespace normcheck {
-
-enum class Op { layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward };
-
-/// True for the RMSNorm ops (gamma is the gain g, beta is unused).
-inline bool is_rmsnorm(Op op) { return op == Op::rmsnorm_forward || op == Op::rmsnorm_backward; }
-/// True for the backward ops (they need a cotangent dy).
-inline bool is_backward(Op op) { return op == Op::layernorm_backward || op == Op::rmsnorm_backward; }
-
-std::string_view op_name(Op op);
-std::optional<Op> parse_op(std::string_view name);
 
 /// Kernel results as exact doubles of storage-dtype values (empty vectors when not produced).
 struct KernelOutputs {
@@ -29,6 +20,11 @@ struct KernelOutputs {
   std::string failure;   ///< an external kernel crashed, hung or reported an error (outputs empty)
   bool skipped = false;  ///< an external kernel declined the call (unsupported): not judged
 };
+
+/// The vector of KernelOutputs that holds the output named `name` (an OpSpec output name); throws
+/// std::invalid_argument for another name.
+std::vector<double>& output_of(KernelOutputs& out, std::string_view name);
+const std::vector<double>& output_of(const KernelOutputs& out, std::string_view name);
 
 struct KernelEntry {
   std::string kernel;   ///< provider: "builtin"

@@ -27,9 +27,8 @@ using namespace normcheck::python;
 namespace {
 
 Op op_named(const std::string& name) {
-  for (Op op : {Op::layernorm_forward, Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward})
-    if (op_name(op) == name) return op;
-  throw py::value_error("unknown op '" + name + "' (layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward)");
+  if (const std::optional<Op> op = parse_op(name)) return *op;
+  throw py::value_error("unknown op '" + name + "' (" + op_names_joined() + ")");
 }
 
 /// A KeyboardInterrupt or SystemExit raised inside the kernel (Ctrl-C, sys.exit): not the kernel's
@@ -72,14 +71,12 @@ KernelEntry python_kernel(const py::function& adapter, const std::string& name, 
     }
     try {
       const py::list outputs = adapter(std::string(op_name(op)), std::string(dtype_info(dt).name), case_dict(c));
-      const std::vector<std::string>& names = op_outputs(op);
-      if (outputs.size() != names.size())
-        throw std::runtime_error("returned " + std::to_string(outputs.size()) + " outputs, expected " + std::to_string(names.size()));
-      for (size_t i = 0; i < names.size(); ++i) {
-        const size_t want = names[i] == "dgamma" || names[i] == "dbeta" ? static_cast<size_t>(c.n) : c.x.size();
-        std::vector<double> v = checked_output(outputs[i], names[i], want, dt);
-        std::vector<double>& slot = names[i] == "y" ? out.y : names[i] == "dx" ? out.dx : names[i] == "dgamma" ? out.dgamma : out.dbeta;
-        slot = std::move(v);
+      const std::vector<OpSlot>& slots = op_spec(op).outputs;
+      if (outputs.size() != slots.size())
+        throw std::runtime_error("returned " + std::to_string(outputs.size()) + " outputs, expected " + std::to_string(slots.size()));
+      for (size_t i = 0; i < slots.size(); ++i) {
+        const auto want = static_cast<size_t>(output_elements(slots[i], c.rows, c.n));
+        output_of(out, slots[i].name) = checked_output(outputs[i], slots[i].name, want, dt);
       }
     } catch (py::error_already_set& e) {
       if (keep_if_exit_request(e, *pending)) {

@@ -30,9 +30,7 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<std::string_view> op_names() {
-  return {op_name(Op::layernorm_forward), op_name(Op::layernorm_backward), op_name(Op::rmsnorm_forward), op_name(Op::rmsnorm_backward)};
-}
+std::vector<std::string_view> op_names() { return op_name_views(); }
 
 class PerOpRun final : public SectionRun {
  public:
@@ -265,7 +263,7 @@ class PerOpSection final : public Section {
 
   json suite_row(std::string_view suite) const override {
     const RunConfig ops = *suite_config(suite);
-    return {{"section", "records"}, {"ops", "layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward"},
+    return {{"section", "records"}, {"ops", op_names_joined()},
             {"kernels", selected_kernels(ops).size()}, {"dtypes", ops.dtypes.size()}, {"generators", ops.generators.size()},
             {"cases_per_generator", ops.cases_per_generator}, {"cases", normcheck::planned_cases(ops)},  // the corpus: its own count
             {"shapes", ops.shape.rows > 0 && ops.shape.n > 0 ? fmt::format("{} x {}", ops.shape.rows, ops.shape.n)

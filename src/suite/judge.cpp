@@ -34,11 +34,7 @@ const std::vector<CertifiedValue>& reference_of(const oracle::CertifiedLayerNorm
 
 namespace {
 
-const std::vector<double>& kernel_output(const KernelOutputs& out, const std::string& output) {
-  if (output == "y") return out.y;
-  if (output == "dx") return out.dx;
-  return output == "dgamma" ? out.dgamma : out.dbeta;
-}
+const std::vector<double>& kernel_output(const KernelOutputs& out, const std::string& output) { return output_of(out, output); }
 
 /// Names the pair (kernel value, correctly rounded reference) of an element for the bias
 /// statistic's clusters: equal pairs, equal keys (the raw bits of a double identify a dtype value as
@@ -113,13 +109,7 @@ oracle::CertifiedLayerNorm certified_reference(Op op, const LayerNormCase& c, bo
   return is_rmsnorm(op) ? oracle::certified_rmsnorm(c, with_vjp) : oracle::certified_layernorm(c, with_vjp);
 }
 
-const std::vector<std::string>& op_outputs(Op op) {
-  static const std::vector<std::string> fwd = {"y"};
-  static const std::vector<std::string> ln_bwd = {"dx", "dgamma", "dbeta"};
-  static const std::vector<std::string> rms_bwd = {"dx", "dgamma"};
-  if (!is_backward(op)) return fwd;
-  return is_rmsnorm(op) ? rms_bwd : ln_bwd;
-}
+const std::vector<std::string>& op_outputs(Op op) { return op_spec(op).output_names; }
 
 std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNormCase& c,
                                            const oracle::CertifiedLayerNorm& ref, const KernelOutputs& out) {

@@ -35,7 +35,7 @@ const std::vector<SuiteDef>& suites() {
        "activations (rows x hidden size) in bf16, f16 and f32, one case each of normal and large_mean rows; "
        "`--rows 1024 --n 16384` for the widest hidden size the case cap allows. about 6 minutes and 6 GB on 2 cores",
        1, kMaxCaseElements, 20261130, 0, 0, 0, 0, 0,
-       {"layernorm_forward", "layernorm_backward", "rmsnorm_forward", "rmsnorm_backward"},
+       op_name_views(),
        {DType::bf16, DType::f16, DType::f32},
        {"normal", "large_mean"},
        2048, 4096},
