@@ -544,3 +544,63 @@ TEST(Conventions, JunitXmlAndTheSummaryLineAgreeWithTheReport) {
   EXPECT_EQ(parsed.exit_code, 0) << parsed.out << parsed.err;
   EXPECT_EQ(std::stoll(parsed.out), summary.at("records").get<int64_t>());
 }
+
+// Issue 44: the batch_invariance section (docs/invariance.md) through the CLI.
+TEST(Cli, BatchInvarianceSectionPassesSoundKernelsCatchesPlantedOnesAndReplays) {
+  const fs::path report = scratch() / "invariance.json";
+  const Outcome o = run_cli("run --ops batch_invariance --threads 2 --out " + report.string());
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_NE(o.out.find("planted variants caught 10 of 10"), std::string::npos) << o.out;
+  const auto j = load(report);
+  const auto& recs = j.at("batch_invariance").at("records");
+  int64_t planted = 0, builtin = 0, planted_index = -1;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const auto& r = recs[i];
+    EXPECT_GE(r.at("calls").get<int64_t>(), 10) << r.dump();
+    if (r.at("kernel") == "planted") {
+      ++planted;
+      EXPECT_EQ(r.at("verdict"), "flagged") << r.dump();
+      EXPECT_EQ(r.at("found"), r.at("expected_verdict")) << r.dump();
+      ASSERT_TRUE(r.contains("difference")) << r.dump();
+      if (r.at("variant") == "ln_atomic_dgamma") EXPECT_TRUE(r.at("difference").at("row").is_null());
+      if (planted_index < 0) planted_index = static_cast<int64_t>(i);
+    } else {
+      ++builtin;
+      EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
+      EXPECT_FALSE(r.contains("difference"));
+    }
+    if (r.at("op") == "layernorm_backward") EXPECT_TRUE(r.at("checks").at("not_applicable").contains("dgamma")) << r.dump();
+  }
+  EXPECT_EQ(planted, 10);
+  EXPECT_GT(builtin, 80);
+  const Outcome replay = run_cli("replay --report " + report.string() + " --invariance-record " + std::to_string(planted_index));
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("reproduced"), std::string::npos) << replay.out;
+  EXPECT_EQ(run_cli("replay --report " + report.string() + " --invariance-record 100000").exit_code, 2);
+  EXPECT_EQ(run_cli("run --ops batch_invariance --invariance off --out " + (scratch() / "off.json").string()).exit_code, 2);
+  EXPECT_EQ(run_cli("run --ops batch_invariance --invariance sometimes --out " + (scratch() / "bad.json").string()).exit_code, 2);
+}
+
+TEST(Cli, BatchInvarianceCatchesABatchVariantExecKernelByDefaultAndReportOnlyKeepsTheRunGreen) {
+  const std::string script = std::string(NORMCHECK_SOURCE_DIR) + "/scripts/exec_example.py";
+  const std::string common = " --ops layernorm_forward --dtypes f32 --generators normal --cases 1 --out ";
+  const fs::path bad = scratch() / "inv_exec_bad.json", good = scratch() / "inv_exec_good.json", ro = scratch() / "inv_exec_ro.json",
+                 xml = scratch() / "inv_exec.xml";
+  const Outcome o = run_cli("run --exec '/usr/bin/python3 " + script + " --batch-variant {dir}'" + common + bad.string() + " --junit " + xml.string());
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_NE(o.out.find("batch_variant"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("a batch of 256 rows"), std::string::npos) << o.out;
+  const auto j = load(bad);
+  ASSERT_EQ(j.at("batch_invariance").at("records").size(), 1u);  // --ops names the forward op only
+  const auto& rec = j.at("batch_invariance").at("records").at(0);
+  EXPECT_EQ(rec.at("verdict"), "batch_variant");
+  EXPECT_EQ(rec.at("expectation"), "must_pass");
+  EXPECT_TRUE(j.at("records").at(0).at("verdict") == "pass") << "accurate, yet batch-variant";
+  EXPECT_NE(slurp(xml).find("failure type=\"batch_variant\""), std::string::npos);
+  const Outcome replay = run_cli("replay --report " + bad.string() + " --invariance-record 0");
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  EXPECT_EQ(run_cli("run --exec '/usr/bin/python3 " + script + " {dir}'" + common + good.string()).exit_code, 0);
+  EXPECT_EQ(load(good).at("batch_invariance").at("records").at(0).at("verdict"), "pass");
+  EXPECT_EQ(run_cli("run --exec '/usr/bin/python3 " + script + " --batch-variant {dir}' --invariance report_only" + common + ro.string()).exit_code, 0);
+  EXPECT_EQ(load(ro).at("batch_invariance").at("records").at(0).at("expectation"), "report_only");
+}

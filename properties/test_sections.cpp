@@ -30,7 +30,7 @@ TEST(Sections, KeysOpsAndReplayOptionsAreUniqueAndFoundByName) {
       EXPECT_TRUE(options.insert(std::string(s->replay_option())).second) << s->replay_option();
     }
   }
-  EXPECT_EQ(keys.size(), 8u);
+  EXPECT_EQ(keys.size(), 9u);
   EXPECT_EQ(normcheck::sections::section_by_key("no_such_section"), nullptr);
   EXPECT_EQ(normcheck::sections::section_by_op("no_such_op"), nullptr);
 }

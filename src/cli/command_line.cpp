@@ -52,6 +52,10 @@ void add_run_options(CLI::App& run, RunOptions& o) {
   run.add_option("--exec", o.exec, "a command implementing the exec protocol ({dir}: the case directory), judged instead of the built-ins");
   run.add_flag("--report-only", o.report_only,
                "external kernels are measured and reported, their failures do not fail the run (third-party code)");
+  run.add_option("--invariance", o.invariance,
+                 "the batch-invariance and determinism checks (docs/invariance.md): on (default; they fail the run), "
+                 "report_only (reported, not failing) or off")
+      ->check(CLI::IsMember({"on", "report_only", "off"}));
   run.add_option("--serve", o.serve,
                  "a long-running command speaking the serve protocol (one per thread; docs/plugins.md), judged instead of the built-ins");
   run.add_option("--serve-startup-timeout", o.serve_startup_timeout,

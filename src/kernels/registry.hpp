@@ -57,6 +57,11 @@ const std::vector<KernelEntry>& builtin_kernels();
 /// by the bias calibration (`normcheck bias`) and the tests.
 const std::vector<KernelEntry>& planted_directed_kernels();
 
+/// Planted kernels that are accurate but batch-variant or nondeterministic (kernels/planted_invariance.hpp):
+/// ln_rowcount_block, ln_aligned_peel (forward and backward) and ln_atomic_dgamma (backward), f32 and f64;
+/// in no accuracy suite, judged by the invariance checks (suite/invariance.hpp), which must catch them.
+const std::vector<KernelEntry>& planted_invariance_kernels();
+
 /// The built-in kernel of (op, variant, storage), or nullptr when there is none.
 const KernelEntry* find_kernel(Op op, std::string_view variant, DType storage);
 

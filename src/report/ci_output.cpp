@@ -60,6 +60,12 @@ std::string record_name(const nlohmann::json& r) {
 }
 
 std::string record_failure_text(const nlohmann::json& r) {
+  if (r.contains("difference") && r.at("difference").is_object()) {  // batch_invariance records (no oracle, no cases)
+    const nlohmann::json& d = r.at("difference");
+    return fmt::format("verdict {}: {} differs, output {} row {} col {}\n{} gives {}\n{} gives {}\nreplay: {}\n", text(r, "verdict"),
+                       text(d, "check") == "determinism" ? "a repeated call" : "the same row in another batch", text(d, "output"),
+                       text(d, "row"), text(d, "col"), text(d, "config_a"), text(d, "a"), text(d, "config_b"), text(d, "b"), text(r, "replay"));
+  }
   std::string body = fmt::format("verdict {}: {} of {} cases failed\n", text(r, "verdict"), text(r, "failed_cases"), text(r, "cases"));
   if (r.contains("kernel_failures") && r.at("kernel_failures").is_object() && !text(r.at("kernel_failures"), "first").empty())
     body += "kernel failure: " + text(r.at("kernel_failures"), "first") + "\n";

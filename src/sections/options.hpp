@@ -29,6 +29,7 @@ struct RunOptions {
   std::string block_form;            ///< --block-form: composed or deferred, what a served linear_rmsnorm kernel computes
   std::string contract;              ///< --contract: auto, two_pass or welford for the external LayerNorm kernels ("": as declared)
   bool report_only = false;          ///< external kernels are measured, not judged (third-party libraries)
+  std::string invariance = "on";     ///< --invariance: on, report_only or off (the batch_invariance section)
   int threads = 1;
   std::string out;  ///< empty: kDefaultReport, announced on stderr
   std::optional<int64_t> rows, n, max_elements;

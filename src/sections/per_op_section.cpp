@@ -85,6 +85,8 @@ class PerOpRun final : public SectionRun {
   bool ran_ = false;
 };
 
+}  // namespace
+
 /// The external kernels' per-op entries: plugins, the exec command, the serve pool.
 void add_external_kernels(const RunOptions& o, const ExternalKernels& ext, RunConfig& cfg) {
   cfg.builtin = false;
@@ -100,6 +102,8 @@ void add_external_kernels(const RunOptions& o, const ExternalKernels& ext, RunCo
   cfg.external_report_only = o.report_only;
   cfg.external = ext.specs;
 }
+
+namespace {
 
 /// A record as planned, from its header in a shard report (identity, bounds, expectation).
 Record planned_record(const json& j) {

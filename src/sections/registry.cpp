@@ -7,7 +7,7 @@ namespace normcheck::sections {
 
 const std::vector<const Section*>& registry() {
   static const std::vector<const Section*> all = {
-      &per_op_section(), &block_section(), &contraction_section(), &grouped_section(), &jvp_section(), &rmsnorm_jvp_section(), &budget_section(), &audit_section(),
+      &per_op_section(), &block_section(), &contraction_section(), &grouped_section(), &jvp_section(), &rmsnorm_jvp_section(), &budget_section(), &audit_section(), &invariance_section(),
   };
   return all;
 }

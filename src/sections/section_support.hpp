@@ -23,6 +23,10 @@ inline bool builtin_only(const PlanInputs& in, std::string_view op) {
   return false;
 }
 
+/// Adds the external kernels' per-op entries (plugins, the exec command, the serve pool) to `cfg`
+/// (per_op_section.cpp); the built-in kernels are then not run.
+void add_external_kernels(const RunOptions& o, const ExternalKernels& ext, RunConfig& cfg);
+
 /// Selected when --ops names it, or when neither --ops nor --kernels narrows the run.
 inline bool selected_whole_or_named(const PlanInputs& in, std::string_view op) {
   return (in.options.ops.empty() && in.options.variants.empty()) || in.names_any({op});

@@ -12,5 +12,6 @@ const Section& jvp_section();          ///< the LayerNorm JVP ("layernorm_jvp")
 const Section& rmsnorm_jvp_section();  ///< the RMSNorm JVP ("rmsnorm_jvp")
 const Section& budget_section();       ///< the port-Hamiltonian norm budget ("port_hamiltonian")
 const Section& audit_section();        ///< the normalization-axis audits ("axis_audit")
+const Section& invariance_section();   ///< batch invariance and determinism ("batch_invariance")
 
 }  // namespace normcheck::sections
