@@ -556,7 +556,8 @@ TEST(Cli, BatchInvarianceSectionPassesSoundKernelsCatchesPlantedOnesAndReplays) 
   int64_t planted = 0, builtin = 0, planted_index = -1;
   for (size_t i = 0; i < recs.size(); ++i) {
     const auto& r = recs[i];
-    EXPECT_GE(r.at("calls").get<int64_t>(), 10) << r.dump();
+    // a planted kernel's checks stop at its first difference
+    EXPECT_GE(r.at("calls").get<int64_t>(), r.at("kernel") == "planted" ? 2 : 12) << r.dump();
     if (r.at("kernel") == "planted") {
       ++planted;
       EXPECT_EQ(r.at("verdict"), "flagged") << r.dump();
