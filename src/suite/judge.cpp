@@ -34,8 +34,6 @@ const std::vector<CertifiedValue>& reference_of(const oracle::CertifiedLayerNorm
 
 namespace {
 
-const std::vector<double>& kernel_output(const KernelOutputs& out, const std::string& output) { return output_of(out, output); }
-
 /// Names the pair (kernel value, correctly rounded reference) of an element for the bias
 /// statistic's clusters: equal pairs, equal keys (the raw bits of a double identify a dtype value as
 /// its encoding does). Two SplitMix64 rounds, so distinct pairs share a key with probability about
@@ -147,10 +145,10 @@ std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNorm
   const auto& names = op_outputs(k.op);
   BiasInputs bias;
   for (size_t o = 0; o < names.size(); ++o) {
-    result.push_back(judge_tensor(names[o], kernel_output(out, names[o]), reference_of(ref, names[o]), verdict[o],
+    result.push_back(judge_tensor(names[o], output_of(out, names[o]), reference_of(ref, names[o]), verdict[o],
                                   own.empty() ? nullptr : &own[o], c.dtype, t.max_ratio, with_bias ? &bias : nullptr));
     if (with_bias) add_bias_groups(k.op, names[o], c, ref, verdict[o], bias, result.back().bias);
-    if (!looser.empty()) judge_looser(result.back(), kernel_output(out, names[o]), reference_of(ref, names[o]), looser[o], c.dtype, t.max_ratio);
+    if (!looser.empty()) judge_looser(result.back(), output_of(out, names[o]), reference_of(ref, names[o]), looser[o], c.dtype, t.max_ratio);
   }
   return result;
 }
