@@ -150,6 +150,18 @@ TEST(OpSpecs, EveryBuiltinKernelFillsExactlyItsSpecsOutputs) {
   EXPECT_THROW(output_of(out, "mean"), std::invalid_argument);
 }
 
+TEST(OpSpecs, TheOracleHasEverySpecOutputAndRefusesOtherNames) {
+  const LayerNormCase c = gen::make_layernorm_case("normal", DType::f32, 7, {2, 5});
+  for (const OpSpec& s : op_specs()) {
+    const oracle::CertifiedLayerNorm ref = certified_reference(s.op, c, is_backward(s.op));
+    for (const OpSlot& o : s.outputs)
+      EXPECT_EQ(static_cast<int64_t>(reference_of(ref, o.name).size()), output_elements(o, c.rows, c.n)) << s.name << "/" << o.name;
+  }
+  const oracle::CertifiedLayerNorm ref = certified_reference(Op::layernorm_backward, c, true);
+  EXPECT_NE(&reference_of(ref, "dgamma"), &reference_of(ref, "dbeta"));
+  EXPECT_THROW(reference_of(ref, "mean"), std::invalid_argument);
+}
+
 TEST(Kernels, TwoPassWithinBoundEveryDtype) {
   for_each_dtype([](auto tag) { check_variant(dtype_traits<decltype(tag)>::id, "two_pass"); });
 }

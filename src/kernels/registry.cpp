@@ -1,4 +1,3 @@
-#include <stdexcept>
 #include "kernels/registry.hpp"
 
 #include <type_traits>
@@ -81,6 +80,5 @@ const std::vector<KernelEntry>& builtin_kernels() {
   }();
   return table;
 }
-
 
 }  // namespace normcheck

@@ -29,7 +29,9 @@ std::vector<TensorBound> bounds_for(Op op, const LayerNormCase& c, const oracle:
 const std::vector<CertifiedValue>& reference_of(const oracle::CertifiedLayerNorm& ref, const std::string& output) {
   if (output == "y") return ref.y;
   if (output == "dx") return ref.dx;
-  return output == "dgamma" ? ref.dgamma : ref.dbeta;
+  if (output == "dgamma") return ref.dgamma;
+  if (output == "dbeta") return ref.dbeta;
+  throw std::invalid_argument("the per-op oracle has no output '" + output + "'");
 }
 
 namespace {
@@ -145,10 +147,12 @@ std::vector<OutputJudgement> judge_outputs(const KernelEntry& k, const LayerNorm
   const auto& names = op_outputs(k.op);
   BiasInputs bias;
   for (size_t o = 0; o < names.size(); ++o) {
-    result.push_back(judge_tensor(names[o], output_of(out, names[o]), reference_of(ref, names[o]), verdict[o],
-                                  own.empty() ? nullptr : &own[o], c.dtype, t.max_ratio, with_bias ? &bias : nullptr));
+    const std::vector<double>& got = output_of(out, names[o]);
+    const std::vector<CertifiedValue>& want = reference_of(ref, names[o]);
+    result.push_back(judge_tensor(names[o], got, want, verdict[o], own.empty() ? nullptr : &own[o], c.dtype, t.max_ratio,
+                                  with_bias ? &bias : nullptr));
     if (with_bias) add_bias_groups(k.op, names[o], c, ref, verdict[o], bias, result.back().bias);
-    if (!looser.empty()) judge_looser(result.back(), output_of(out, names[o]), reference_of(ref, names[o]), looser[o], c.dtype, t.max_ratio);
+    if (!looser.empty()) judge_looser(result.back(), got, want, looser[o], c.dtype, t.max_ratio);
   }
   return result;
 }
