@@ -156,8 +156,16 @@ def test_the_readme_quick_start_works_as_printed():
     block = re.search(r"## Python quick start.*?```python\n(.*?)```", readme, re.S)
     assert block, "README has no Python quick start"
     namespace = {}
-    exec(compile(block.group(1), "README.md", "exec"), namespace)  # raises if the kernel is judged wrong
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(block.group(1), "README.md", "exec"), namespace)  # raises if the kernel is judged wrong
     assert namespace["result"].passed
+    # what the snippet says it prints (the comment after print(...)) is what it printed
+    claimed = [line.split("# ", 1)[1].strip() for line in block.group(1).splitlines() if line.startswith("print(") and "# " in line]
+    assert claimed == [printed.getvalue().strip()], (claimed, printed.getvalue())
 
 
 @pytest.mark.normcheck(op="layernorm_forward", dtypes=("f32",), suite="quick", generators=("normal", "large_mean"))
@@ -294,3 +302,77 @@ def test_a_transposed_output_of_the_right_size_is_a_kernel_failure():
 def test_arguments_out_of_range_get_one_value_error_naming_them(argument, value):
     with pytest.raises(ValueError, match=f"^{argument} is "):
         normcheck.check(good_layer_norm, dtypes=("f32",), **{argument: value})
+
+
+def rounded_layer_norm(x, gamma, beta, eps, dtype):
+    """A correct kernel that knows its storage dtype: float64 arithmetic, one rounding to it."""
+    return normcheck.round_to(ln_float64(x, gamma, beta, eps), dtype)
+
+
+def test_a_kernel_taking_dtype_is_told_the_storage_dtype_and_round_to_makes_it_pass_in_bf16():
+    seen = set()
+
+    def kernel(x, gamma, beta, eps, dtype):
+        seen.add((dtype, x.dtype.name))
+        return rounded_layer_norm(x, gamma, beta, eps, dtype)
+
+    result = normcheck.check(kernel, dtypes=("bf16", "f32"), suite="quick", generators=("normal", "large_mean"), cases=2)
+    assert seen == {("bf16", "float32"), ("f32", "float32")}  # the same array type, two different roundings owed
+    assert result.passed and not result.failing_records, [result.describe(r) for r in result.failing_records]
+    # Rounding the bf16 outputs to f32 instead (what a kernel that cannot tell the two apart does) is caught.
+    wrong = normcheck.check(lambda x, g, b, eps: normcheck.round_to(ln_float64(x, g, b, eps), "f32"), dtypes=("bf16",),
+                            suite="quick", generators=("normal",), cases=1)
+    assert not wrong.passed
+    assert any("bf16" in (r["kernel_failures"].get("first") or "") for r in wrong.records)
+
+
+def test_a_kernel_returning_none_declines_a_dtype_and_its_records_are_not_run_not_failed():
+    def no_f16(x, gamma, beta, eps, **kwargs):
+        return None if kwargs["dtype"] == "f16" else rounded_layer_norm(x, gamma, beta, eps, kwargs["dtype"])
+
+    result = normcheck.check(no_f16, dtypes=("f16", "f32"), suite="quick", generators=("normal",), cases=2)
+    assert result.passed, [result.describe(r) for r in result.failing_records]
+    f16 = [r for r in result.records if r["storage"] == "f16"]
+    assert f16 and all(r["verdict"] == "not_run" and r["cases"] == 0 and r["declined_cases"] > 0 for r in f16)
+    assert all(r["verdict"] == "pass" and r["cases"] > 0 for r in result.records if r["storage"] == "f32")
+
+
+def test_round_to_rounds_once_to_nearest_even_with_subnormals_and_overflow():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(200000) * np.exp2(rng.integers(-40, 40, 200000).astype(np.float64))
+    with np.errstate(over="ignore"):  # NumPy's own correctly rounded casts (overflowing to inf)
+        assert np.array_equal(normcheck.round_to(x, "f16"), x.astype(np.float16))
+    assert np.array_equal(normcheck.round_to(x, "f32"), x.astype(np.float32))
+    assert normcheck.round_to(x, "f16").dtype == np.float16 and normcheck.round_to(x, "bf16").dtype == np.float32
+    # bf16 of float32 values: the bit-level rounding (add 0x7fff plus the lowest kept bit, truncate)
+    xf = x.astype(np.float32)
+    u = xf.view(np.uint32).astype(np.uint64)
+    want = ((u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    assert np.array_equal(normcheck.round_to(xf, "bf16"), want)
+    # a float64 just above a bf16 tie: rounding through float32 lands on the tie and goes to even (1.0)
+    above_tie = 1 + 2.0**-8 + 2.0**-30
+    assert normcheck.round_to(above_tie, "bf16") == 1 + 2.0**-7
+    assert normcheck.round_to(np.float32(above_tie), "bf16") == 1.0
+    specials = normcheck.round_to([2.0**-25, 3 * 2.0**-26, 65519.0, 65520.0, -1e6, np.inf, 2.0**-134, 2.0**-133 * 1.5], "f16")
+    assert list(specials[:6]) == [0.0, 2.0**-24, 65504.0, np.inf, -np.inf, np.inf]
+    bf16_tiny = normcheck.round_to([2.0**-134, 2.0**-133 * 1.5, float.fromhex("0x1.ff8p127")], "bf16")
+    assert list(bf16_tiny) == [0.0, 2.0**-132, np.inf]  # half the smallest subnormal ties to 0; 1.5 of it to even 2
+    assert np.isnan(normcheck.round_to(np.nan, "bf16"))
+    with pytest.raises(ValueError, match="unknown dtype"):
+        normcheck.round_to(1.0, "f8")
+
+
+def test_gemma_rms_norm_is_judged_from_python_through_its_spec_and_a_forgotten_one_is_caught():
+    def gemma(x, w, eps, dtype):
+        x = x.astype(np.float64)
+        r = 1 / np.sqrt((x * x).mean(1, keepdims=True) + eps)
+        return normcheck.round_to(x * r * (1 + w.astype(np.float64)), dtype)
+
+    def forgot_the_one(x, w, eps, dtype):
+        return gemma(x, w - 1, eps, dtype)  # multiplies by w: plain RMSNorm
+
+    good = normcheck.check(gemma, op="gemma_rmsnorm_forward", dtypes=("bf16", "f64"), generators=("normal", "large_mean"), cases=2)
+    assert good.passed, [good.describe(r) for r in good.failing_records]
+    assert {r["op"] for r in good.records} == {"gemma_rmsnorm_forward"} and all(r["cases"] > 0 for r in good.records)
+    bad = normcheck.check(forgot_the_one, op="gemma_rmsnorm_forward", dtypes=("bf16",), generators=("normal",), cases=1)
+    assert not bad.passed

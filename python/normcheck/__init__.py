@@ -13,5 +13,7 @@ from . import reference
 from .cases import generate, row_generators
 from .check import CheckResult, KernelTimeout, NormcheckFailure, check
 from .grouped import GroupedCall
+from .rounding import kernel_array_type, round_to
 
-__all__ = ["check", "CheckResult", "KernelTimeout", "NormcheckFailure", "GroupedCall", "reference", "generate", "row_generators"]
+__all__ = ["check", "CheckResult", "KernelTimeout", "NormcheckFailure", "GroupedCall", "reference", "generate", "row_generators",
+           "round_to", "kernel_array_type"]

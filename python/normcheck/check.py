@@ -1,6 +1,7 @@
 """Judging a Python kernel in-process: the suite's cases through ``fn``, every element against the
 certified oracle with the same bounds, contracts and report as ``normcheck run`` (docs/python.md)."""
 import ctypes
+import inspect
 import json
 import threading
 
@@ -13,7 +14,10 @@ SIGNATURES = {
     "layernorm_backward": "fn(x, gamma, beta, eps, dy) -> (dx, dgamma, dbeta)",
     "rmsnorm_forward": "fn(x, gamma, eps) -> y",
     "rmsnorm_backward": "fn(x, gamma, eps, dy) -> (dx, dgamma)",
+    "gemma_rmsnorm_forward": "fn(x, w, eps) -> y = x r (1 + w)  [Gemma's RMSNorm: the kernel forms 1 + w]",
+    "gemma_rmsnorm_backward": "fn(x, w, eps, dy) -> (dx, dw)",
 }
+# Every per-op kernel may also take a dtype keyword (the storage dtype) and return None to decline.
 
 # The other sections' ops: the call travels as the serve protocol's request (docs/plugins.md) and is
 # judged by that section, as `normcheck run --serve CMD --ops OP` judges a serve command.
@@ -70,21 +74,37 @@ class NormcheckFailure(AssertionError):
     """A kernel failed its contract: the message names the worst element and how to rebuild the case."""
 
 
+def takes_dtype(fn):
+    """True if ``fn`` accepts a ``dtype`` keyword (a parameter of that name, or ``**kwargs``): it is then
+    called with ``dtype="bf16"`` (the storage dtype, "f16", "bf16", "f32" or "f64"), so that a NumPy
+    kernel, which receives float32 arrays for both bf16 and f32, knows which rounding it owes."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+    return any(p.kind == p.VAR_KEYWORD or (p.name == "dtype" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)) for p in params)
+
+
+def _with_dtype(fn, timeout):
+    """fn(*args) under the timeout, with dtype= where fn takes it: (dtype, *args) -> outputs."""
+    wants_dtype = takes_dtype(fn)
+    if wants_dtype:
+        return lambda dtype, *args: _call_with_timeout(lambda *a: fn(*a, dtype=dtype), timeout, *args)
+    return lambda dtype, *args: _call_with_timeout(fn, timeout, *args)
+
+
 def _adapter(fn, framework, timeout=None):
-    user_fn = fn
-    fn = lambda *args: _call_with_timeout(user_fn, timeout, *args)  # noqa: E731
+    call_fn = _with_dtype(fn, timeout)
 
     def call(op, dtype, case):
+        fn = lambda *args: call_fn(dtype, *args)  # noqa: E731
         to = lambda name: framework.to_kernel(case[name], dtype)  # noqa: E731
-        eps = float(case["eps"])
-        if op == "layernorm_forward":
-            outs = fn(to("x"), to("gamma"), to("beta"), eps)
-        elif op == "layernorm_backward":
-            outs = fn(to("x"), to("gamma"), to("beta"), eps, to("dy"))
-        elif op == "rmsnorm_forward":
-            outs = fn(to("x"), to("gamma"), eps)
-        else:
-            outs = fn(to("x"), to("gamma"), eps, to("dy"))
+        # the op's inputs in its spec's order, eps after the tensors and parameters, before the cotangent
+        inputs = _normcheck.op_inputs(op)
+        args = [to(name) for name, cotangent in inputs if not cotangent] + [float(case["eps"])]
+        outs = fn(*args, *[to(name) for name, cotangent in inputs if cotangent])
+        if outs is None:  # the kernel declines this op or dtype: counted as not run, never judged
+            return None
         names = list(_normcheck.op_outputs(op))
         if len(names) == 1 and not isinstance(outs, (tuple, list)):
             outs = (outs,)
@@ -113,10 +133,10 @@ def _shaped(framework, out, dtype, name, shape):
 
 def _section_adapter(fn, op, framework, timeout=None):
     """The callable as an in-process serve command: (op, dtype, manifest, inputs, outputs) -> dict."""
-    user_fn = fn
-    fn = lambda *args: _call_with_timeout(user_fn, timeout, *args)  # noqa: E731
+    call_fn = _with_dtype(fn, timeout)
 
     def call(wire_op, dtype, manifest_json, inputs, outputs):
+        fn = lambda *args: call_fn(dtype, *args)  # noqa: E731
         m = json.loads(manifest_json)
         t = {name: framework.to_kernel(a, dtype) for name, a in inputs.items()}
         eps = float.fromhex(m["eps_hex"])

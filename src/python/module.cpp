@@ -70,7 +70,12 @@ KernelEntry python_kernel(const py::function& adapter, const std::string& name, 
       return out;
     }
     try {
-      const py::list outputs = adapter(std::string(op_name(op)), std::string(dtype_info(dt).name), case_dict(c));
+      const py::object got = adapter(std::string(op_name(op)), std::string(dtype_info(dt).name), case_dict(c));
+      if (got.is_none()) {  // the kernel declines the op or dtype: counted, never judged
+        out.skipped = true;
+        return out;
+      }
+      const py::list outputs = got.cast<py::list>();
       const std::vector<OpSlot>& slots = op_spec(op).outputs;
       if (outputs.size() != slots.size())
         throw std::runtime_error("returned " + std::to_string(outputs.size()) + " outputs, expected " + std::to_string(slots.size()));
@@ -282,4 +287,9 @@ PYBIND11_MODULE(_normcheck, m) {
   m.attr("FAILING_VERDICTS") = failing;  // report/verdicts.hpp, the one list
   m.attr("MAX_CASE_ELEMENTS") = kMaxCaseElements;  // core/layernorm_case.hpp: what --max-elements allows
   m.def("op_outputs", [](const std::string& op) { return op_outputs(op_named(op)); });
+  m.def("op_inputs", [](const std::string& op) {  // (name, is a cotangent) in the spec's order
+    std::vector<std::pair<std::string, bool>> out;
+    for (const OpSlot& s : op_spec(op_named(op)).inputs) out.emplace_back(s.name, s.role == SlotRole::cotangent);
+    return out;
+  });
 }
