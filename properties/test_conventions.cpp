@@ -13,6 +13,7 @@
 #include "cli/command_line.hpp"
 #include "cli_harness.hpp"
 #include "kernels/registry.hpp"
+#include "ops/op_kernels.hpp"
 #include "sections/section.hpp"
 
 namespace {
@@ -47,6 +48,31 @@ TEST(Conventions, ListJsonNamesEveryRegisteredOpKernelAndSuite) {
   // The text listing shows the same names.
   const Outcome text = run_cli("list");
   for (const auto& op : j.at("ops")) EXPECT_NE(text.out.find(op.get<std::string>()), std::string::npos) << op;
+}
+
+/// Counts the lines of `text` that start with "progress: ".
+int progress_lines(const std::string& text) {
+  int n = 0;
+  for (size_t at = text.find("progress: "); at != std::string::npos; at = text.find("progress: ", at + 1)) n += at == 0 || text[at - 1] == '\n';
+  return n;
+}
+
+TEST(Conventions, ACiLogGetsAProgressLineEveryIntervalAndQuietOrZeroSilencesIt) {
+  const std::string report = (scratch() / "progress.json").string();
+  const std::string run = "run --ops layernorm_backward --dtypes f64 --generators normal,large_mean --threads 1 --out " + report;  // about 1.6 s
+  const Outcome every = run_cli(run + " --progress-every 0.5");  // stderr is a file here, not a terminal
+  ASSERT_EQ(every.exit_code, 0) << every.err;
+  EXPECT_GE(progress_lines(every.err), 1) << every.err;
+  for (const char* word : {" cases, ", " failing a must-pass kernel, ", " s elapsed, ~", " s left\n"})
+    EXPECT_NE(every.err.find(word), std::string::npos) << word << " in: " << every.err;
+  EXPECT_EQ(every.err.find('\r'), std::string::npos);  // whole lines, not a terminal's rewritten one
+  EXPECT_EQ(progress_lines(every.out), 0);               // stdout keeps its tables
+  for (const char* silent : {" --progress-every 0.5 --quiet", " --progress-every 0"}) {
+    const Outcome o = run_cli(run + silent);
+    EXPECT_EQ(o.exit_code, 0);
+    EXPECT_EQ(progress_lines(o.err), 0) << silent << ": " << o.err;
+  }
+  EXPECT_EQ(run_cli(run + " --progress-every -1").exit_code, 2);
 }
 
 TEST(Conventions, QuietAndVerboseAreAcceptedByEveryCommand) {

@@ -72,6 +72,10 @@ void add_run_options(CLI::App& run, RunOptions& o) {
   run.add_option("--seed", o.seed, "run seed (default: the suite's)")->check(kSeed);
   run.add_option("--cases", o.cases, "cases per generator and dtype")->check(CLI::Range(1, 1000000));
   run.add_option("--threads", o.threads, "worker threads")->check(CLI::Range(1, 256));
+  run.add_option("--progress-every", o.progress_every,
+                 "seconds between progress lines (cases done/planned, failing, elapsed, ETA) when stderr is not a terminal, "
+                 "as in CI logs; 0 for none (default 30; a terminal gets a live line instead)")
+      ->check(CLI::Range(0.0, 86400.0));
   run.add_option("--out", o.out, "report path");
   run.add_option("--shard", o.shard, "i/N: run the deterministic slice i (0-based) of N; combine with normcheck merge");
   run.add_option("--balance-from", o.balance_from,

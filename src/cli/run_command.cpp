@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ops/op_kernels.hpp"
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "external/plugin.hpp"
@@ -251,37 +252,50 @@ void install_signal_handlers() {
 }
 
 /// Prints the progress line on stderr twice a second while a run goes on, when stderr is a
-/// terminal; nothing otherwise (CI logs stay quiet).
+/// terminal; otherwise (a CI log) one full line every `every_s` seconds (none when 0 or quiet), so
+/// that a long run is not silent for minutes.
 class ProgressLine {
  public:
-  explicit ProgressLine(int64_t planned) : planned_(planned) {
-    if (isatty(STDERR_FILENO)) thread_ = std::thread([this] { loop(); });
+  ProgressLine(int64_t planned, double every_s, bool quiet) : planned_(planned), terminal_(isatty(STDERR_FILENO) != 0), every_s_(every_s) {
+    if (terminal_ || (every_s > 0 && !quiet)) thread_ = std::thread([this] { loop(); });
   }
   ~ProgressLine() {
     finished_ = true;
     if (thread_.joinable()) {
       thread_.join();
-      print();
-      std::fprintf(stderr, "\n");
+      if (terminal_) {
+        print();
+        std::fprintf(stderr, "\n");
+      }
     }
   }
 
  private:
   void loop() {
+    double since = 0;
     while (!finished_) {
-      print();
+      if (terminal_) print();
       for (int i = 0; i < 5 && !finished_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      since += 0.5;
+      if (!terminal_ && since >= every_s_ && !finished_) {
+        print();
+        since = 0;
+      }
     }
   }
   void print() const {
     const int64_t done = progress_counters().done, failing = progress_counters().failing;
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     const double eta = done > 0 ? s * static_cast<double>(planned_ - done) / static_cast<double>(done) : 0;
-    std::fprintf(stderr, "\r%lld/%lld cases, %lld failing a must-pass kernel, %.0f s elapsed, ~%.0f s left%s   ",
-                 static_cast<long long>(done), static_cast<long long>(planned_), static_cast<long long>(failing), s, eta,
-                 stop_requested() ? " (stopping: finishing the cases in flight)" : "");
+    std::fprintf(stderr, "%s%lld/%lld cases, %lld failing a must-pass kernel, %.0f s elapsed, ~%.0f s left%s%s",
+                 terminal_ ? "\r" : "progress: ", static_cast<long long>(done), static_cast<long long>(planned_),
+                 static_cast<long long>(failing), s, eta, stop_requested() ? " (stopping: finishing the cases in flight)" : "",
+                 terminal_ ? "   " : "\n");
+    if (!terminal_) std::fflush(stderr);
   }
   int64_t planned_;
+  bool terminal_;
+  double every_s_;
   std::atomic<bool> finished_{false};
   const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::thread thread_;
@@ -323,7 +337,7 @@ int run_command(const RunOptions& given, const std::string& command_line) {
   RunMetadata meta{utc_now(), "", command_line};
   int64_t planned = 0;
   for (const auto& s : plan.sections) planned += s->planned_cases();
-  std::optional<ProgressLine> progress_line(std::in_place, planned);
+  std::optional<ProgressLine> progress_line(std::in_place, planned, o.progress_every, o.quiet);
   for (const auto& s : plan.sections)
     if (!stop_requested()) s->run(journal);
   progress_line.reset();

@@ -31,6 +31,8 @@ struct RunOptions {
   bool report_only = false;          ///< external kernels are measured, not judged (third-party libraries)
   std::string invariance = "on";     ///< --invariance: on, report_only or off (the batch_invariance section)
   int threads = 1;
+  /// Seconds between progress lines when stderr is not a terminal (CI logs); 0: none.
+  double progress_every = 30;
   std::string out;  ///< empty: kDefaultReport, announced on stderr
   std::optional<int64_t> rows, n, max_elements;
   std::optional<double> eps;
