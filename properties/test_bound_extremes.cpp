@@ -7,6 +7,7 @@
 
 #include <sstream>
 
+#include "ops/op_kernels.hpp"
 #include "properties/rc_generators.hpp"
 #include "io/case_json.hpp"
 #include "kernels/jvp_registry.hpp"
@@ -41,10 +42,10 @@ bool only_predicted_overflows(const OutputJudgement& j) {
 /// The first defect of any built-in kernel of `dt` on case c: an own-bound violation (any kernel),
 /// or a verdict failure of a must-pass kernel that is not a predicted overflow.
 std::string first_defect(const LayerNormCase& c) {
-  for (const bool rms : {false, true}) {
-    const oracle::CertifiedLayerNorm ref = rms ? oracle::certified_rmsnorm(c, true) : oracle::certified_layernorm(c, true);
+  for (int f = 0; f < kOpFamilies; ++f) {
+    const oracle::CertifiedLayerNorm ref = certified_reference(op_of(family_at(f), OpDirection::forward), c, true);
     for (const KernelEntry& k : builtin_kernels()) {
-      if (k.storage != c.dtype || is_rmsnorm(k.op) != rms) continue;
+      if (k.storage != c.dtype || op_family_index(k.op) != f) continue;
       const bool must_pass = tolerance_for(k).expectation == Expectation::must_pass;
       for (const OutputJudgement& j : judge_case(k, c, ref)) {
         const bool verdict_defect = must_pass && j.failed && !only_predicted_overflows(j);

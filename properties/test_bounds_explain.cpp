@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ops/op_kernels.hpp"
 #include "cli_harness.hpp"
 #include "bounds/bounds_explain.hpp"
 #include "bounds/bounds_model.hpp"
@@ -63,12 +64,12 @@ TEST(BoundsExplain, TheForwardBoundRecomposesFromTheExplainedTermsAndTheSplitAdd
 
 TEST(BoundsExplain, BackwardAndRmsNormSplitsAddUpAndBf16IsDominatedByTheOutputRounding) {
   for (Op op : {Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward}) {
-    const KernelEntry* k = find_kernel(op, is_rmsnorm(op) ? "rms" : "two_pass", DType::bf16);
+    const KernelEntry* k = find_kernel(op, op_family(op) == OpFamily::rmsnorm ? "rms" : "two_pass", DType::bf16);
     ASSERT_NE(k, nullptr);
     const LayerNormCase c = gen::make_layernorm_case("normal", DType::bf16, 3, {4, 64, 256});
     const auto ref = certified_reference(op, c, is_backward(op));
     const BoundModel m = own_bound_model(tolerance_for(*k), *k);
-    const TensorBound b = is_backward(op) ? (is_rmsnorm(op) ? rmsnorm_backward_bound(c, ref, m).dx : layernorm_backward_bound(c, ref, m).dx)
+    const TensorBound b = is_backward(op) ? (op_family(op) == OpFamily::rmsnorm ? rmsnorm_backward_bound(c, ref, m).dx : layernorm_backward_bound(c, ref, m).dx)
                                           : rmsnorm_forward_bound(c, ref, m);
     const std::string output = is_backward(op) ? "dx" : "y";
     double store = 0, total = 0;

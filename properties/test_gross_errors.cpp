@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "ops/op_kernels.hpp"
 #include "kernels/jvp_registry.hpp"
 #include "generators/generators.hpp"
 #include "generators/jvp_generators.hpp"

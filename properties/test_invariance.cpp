@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ops/op_kernels.hpp"
 #include "core/dtype.hpp"
 #include "generators/generators.hpp"
 #include "io/case_json.hpp"

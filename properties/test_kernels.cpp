@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "ops/op_kernels.hpp"
 #include "properties/rc_generators.hpp"
 #include "io/case_json.hpp"
 #include "suite/judge.hpp"
@@ -84,7 +85,7 @@ int flagged_cases(DType dt, const std::string& variant, const std::string& gener
 
 TEST(OpSpecs, TableIsInOpOrderAndNamesRoundTrip) {
   const auto& specs = op_specs();
-  ASSERT_EQ(specs.size(), 4u);
+  ASSERT_EQ(specs.size(), 6u);
   for (size_t i = 0; i < specs.size(); ++i) {
     EXPECT_EQ(static_cast<size_t>(specs[i].op), i) << specs[i].name;
     EXPECT_EQ(parse_op(specs[i].name), specs[i].op) << specs[i].name;
@@ -97,7 +98,8 @@ TEST(OpSpecs, TableIsInOpOrderAndNamesRoundTrip) {
   }
   EXPECT_FALSE(parse_op("layernorm_forwards").has_value());
   EXPECT_FALSE(parse_op("").has_value());
-  EXPECT_EQ(op_names_joined(), "layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward");
+  EXPECT_EQ(op_names_joined(),
+            "layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward, gemma_rmsnorm_forward, gemma_rmsnorm_backward");
 }
 
 TEST(OpSpecs, AbiNumbersFamiliesAndRolesMatchThePluginHeader) {
@@ -105,8 +107,15 @@ TEST(OpSpecs, AbiNumbersFamiliesAndRolesMatchThePluginHeader) {
   EXPECT_EQ(op_spec(Op::layernorm_backward).abi_op, NC_LAYERNORM_BACKWARD);
   EXPECT_EQ(op_spec(Op::rmsnorm_forward).abi_op, NC_RMSNORM_FORWARD);
   EXPECT_EQ(op_spec(Op::rmsnorm_backward).abi_op, NC_RMSNORM_BACKWARD);
-  EXPECT_TRUE(is_rmsnorm(Op::rmsnorm_backward));
-  EXPECT_FALSE(is_rmsnorm(Op::layernorm_backward));
+  EXPECT_EQ(op_family(Op::rmsnorm_backward), OpFamily::rmsnorm);
+  EXPECT_EQ(op_family(Op::layernorm_backward), OpFamily::layernorm);
+  EXPECT_EQ(op_of(OpFamily::rmsnorm, OpDirection::backward), Op::rmsnorm_backward);
+  EXPECT_TRUE(has_input(Op::layernorm_forward, "beta"));
+  EXPECT_FALSE(has_input(Op::rmsnorm_backward, "beta"));
+  EXPECT_TRUE(has_output(Op::layernorm_backward, "dbeta"));
+  EXPECT_FALSE(has_output(Op::rmsnorm_backward, "dbeta"));
+  for (int f = 0; f < kOpFamilies; ++f) EXPECT_EQ(family_index(family_spec(family_at(f)).family), f);
+  EXPECT_THROW(family_at(kOpFamilies), std::out_of_range);
   EXPECT_TRUE(is_backward(Op::rmsnorm_backward));
   EXPECT_FALSE(is_backward(Op::layernorm_forward));
   const auto names = [](const std::vector<OpSlot>& slots) {

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ops/op_kernels.hpp"
 #include "bounds/bounds.hpp"
 #include "core/rng.hpp"
 #include "kernels/layernorm_op_by_op.hpp"

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "ops/op_kernels.hpp"
 #include "bounds/bounds.hpp"
 #include "generators/generators.hpp"
 #include "suite/judge.hpp"

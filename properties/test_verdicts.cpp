@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 
+#include "ops/op_kernels.hpp"
 #include "core/bias.hpp"
 #include "bounds/bounds.hpp"
 #include "core/rng.hpp"

@@ -25,6 +25,7 @@ LAYERS = [
     "src/bounds",       # a priori error bounds and the tolerance table (read oracles' certified types)
     "src/audit",        # normalization-axis audits
     "src/generators",   # our floating-point generators
+    "src/ops",          # each op family's mathematics (oracle, bounds) and kernels, looked up by family
     "src/suite",        # runners and judges
     "src/report",       # report records and writers
     "src/external",     # plugins, exec, serve

@@ -56,6 +56,7 @@ std::string bound_id(const BoundModel& m) {
     std::string id = std::string("RMS-") + order;
     if (m.rms_flags & kRmsSumsqStorage) id += "+SUMSQ-STORAGE";
     if (m.rms_flags & kRmsRstdBf16) id += "+RSTD-BF16";
+    if (m.rms_flags & kRmsGainOffset) id += (m.rms_flags & kRmsGainStorage) ? "+GAIN-OFFSET-STORAGE" : "+GAIN-OFFSET";
     if (m.rms_flags & kRmsXrBf16) id += "+XR-BF16";
     if (m.rms_flags & kRmsDgBf16) id += "+DG-BF16";
     return id;

@@ -26,6 +26,11 @@ enum RmsFlags : uint8_t {
   kRmsRstdBf16 = 2,      ///< r rounded to bf16 before use
   kRmsXrBf16 = 4,        ///< x r rounded to bf16 before the gain multiply
   kRmsDgBf16 = 8,        ///< dg accumulated in bf16
+  /// The gain is 1 + w formed by the kernel in the accumulator (Gemma's RMSNorm): the case's gamma
+  /// holds hi = fl64(1 + w), the exact gain hi + lo (docs/bounds.md section 10.6)
+  kRmsGainOffset = 16,
+  /// With kRmsGainOffset: 1 + w rounded to the storage dtype instead (the known-weak gemma_gain_storage)
+  kRmsGainStorage = 32,
 };
 /// Order of the within-row sums (mean, sum of squares, backward row sums). blocked: blocks of
 /// kReductionBlock terms summed sequentially, then a pairwise tree (core/reduction_block.hpp).

@@ -196,6 +196,7 @@ struct RmsUnits {
   double max_xr;                   ///< largest finite value x r may take (bf16 max when rounded)
   double rstd_extra;               ///< extra relative rounding of r
   double u_dg_conv, u_dg_sum, eta_dg;  ///< dg: conversion of each product and the sum over rows
+  double u_gain = 0;                   ///< kRmsGainOffset: relative error of the kernel's gain fl(1 + w) (0: the gain is gamma)
 };
 
 /// One row's RMS statistics error: delta_r of r_hat and an upper bound of r.

@@ -30,7 +30,8 @@ RmsUnits rms_units(const BoundModel& m, const Units& u) {
           (m.rms_flags & kRmsRstdBf16) ? kUBf16 : 0.0,
           dg ? kUBf16 : 0.0,
           dg ? kUBf16 : u.ua,
-          dg ? kEtaBf16 : u.eta_a};
+          dg ? kEtaBf16 : u.eta_a,
+          !(m.rms_flags & kRmsGainOffset) ? 0.0 : (m.rms_flags & kRmsGainStorage) ? compose(s.unit_roundoff, u.ua) : u.ua};
 }
 
 RmsRow rms_row(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t i, const BoundModel& m,
@@ -112,11 +113,15 @@ TensorBound rmsnorm_forward_bound(const LayerNormCase& c, const oracle::Certifie
     const RmsRow row = rms_row(c, ref, i, m, u, ru);
     for (int64_t j = 0; j < c.n; ++j) {
       const size_t k = static_cast<size_t>(i * c.n + j);
-      const double ga = std::fabs(c.gamma[j]), xa = std::fabs(c.x[k]);
+      const double xa = std::fabs(c.x[k]);
+      // |g| (and with the gain offset |g_k| >= |g|: the kernel's fl(1 + w), and |g| >= |hi| (1 - 2^-53)).
+      const double g_exact = ru.u_gain > 0 ? mul_up(std::fabs(c.gamma[j]), 1 + 0x1p-52) : std::fabs(c.gamma[j]);
+      const double ga = ru.u_gain > 0 ? mul_up(g_exact, 1 + ru.u_gain) : g_exact;
       const double t = product_up({ga, xa, row.rstd});
-      // ga |z_hat - z| as one product chain (rms_z_error's terms times ga), not ga times a rounded-up sum.
+      // ga |z_hat - z| as one product chain (rms_z_error's terms times ga), not ga times a rounded-up sum;
+      // with the gain offset also |z| |g_k - g| <= |z| u_gain |g| (section 10.6).
       const double e = (product_up({ga, xa, row.rstd, compose(row.delta_r, ru.u_xr)}) + mul_up(ga, ru.eta_xr)) * (1 + u.ua) + relative_rounding(t, u) +
-                       u.eta_a;
+                       u.eta_a + (ru.u_gain > 0 ? product_up({g_exact, xa, row.rstd, ru.u_gain}) : 0.0);
       const double y = upper_abs(ref.y[k]);
       out.regime[k] = row.regime | output_regime(y, t, c.dtype);
       const bool may_overflow = (row.regime & kRegimeOverflow) || reaches(t, e, u.max_a) ||
@@ -140,6 +145,10 @@ BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::Certi
   out.dx = {std::vector<double>(c.x.size()), std::vector<uint8_t>(c.x.size())};
   std::vector<double> dg_err(c.n, 0.0), dg_mag(c.n, 0.0), z(c.n), za(c.n), ez(c.n), dz(c.n), v(c.n);
   std::vector<uint8_t> col_regime(c.n, 0);
+  // |v_hat - v|: the product's rounding; with the gain offset also the gain's, against the exact g dy (section 10.6).
+  const auto v_error = [&](double v) {
+    return ru.u_gain > 0 ? mul_up(compose(u.ua, ru.u_gain), mul_up(v, 1 + 0x1p-51)) + u.eta_a : mul_up(u.ua, v) + u.eta_a;
+  };
   for (int64_t i = 0; i < c.rows; ++i) {
     const RmsRow row = rms_row(c, ref, i, m, u, ru);
     const size_t base = static_cast<size_t>(i * c.n);
@@ -152,7 +161,7 @@ BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::Certi
       dz[j] = mul_up(x, ref.rstd_rad[i]) + mul_up(z[j], kRel) + kEvalEta;
       ez[j] = rms_z_error(std::fabs(x), row, ru);
       v[j] = c.gamma[j] * dy;  // relative 2^-53 (f64 data), or one subnormal step where it underflows
-      const double ev = mul_up(u.ua, v[j]) + u.eta_a;
+      const double ev = v_error(v[j]);
       acc_b += mul_up(v[j], ez[j]) + mul_up(za[j], ev) + mul_up(ev, ez[j]) + product_up({u.ua, std::fabs(v[j]) + ev, za[j] + ez[j]}) +
                u.eta_a;
       mag_b += mul_up(std::fabs(v[j]) + ev, za[j] + ez[j]);
@@ -171,16 +180,18 @@ BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::Certi
     // B = fl(sum fl(v z)) / n and its exact value, evaluated here in double (section 10.2).
     const double e_b = quotient_up(acc_b + mul_up(compose_sum_products(c.n, u), mag_b + nn * u.eta_a), nn) + u.eta_a;
     const double mean_vz = sum_vz / nn;
-    const double e_mvz = quotient_up(sum_v_dz + mul_up((nn + 2) * 0x1p-53, sum_abs_vz), nn) + kEvalEta;
+    // With the gain offset, v = fl64(hi dy) is within 2^-52 |v| of the exact g dy, not 2^-53: two more steps.
+    const double v_steps = ru.u_gain > 0 ? 4 : 2;
+    const double e_mvz = quotient_up(sum_v_dz + mul_up((nn + v_steps) * 0x1p-53, sum_abs_vz), nn) + kEvalEta;
     const double b_abs = std::fabs(mean_vz) + e_mvz;
     const double row_growth = growth(nn, u.ua);  // the kernel's partial sums exceed the exact magnitudes by at most this
     const bool sums_overflow = (row.regime & kRegimeOverflow) || reaches(mag_b * row_growth, 0, u.max_a) ||
                                reaches(sum_abs_v * row_growth, 0, u.max_a);
     for (int64_t j = 0; j < c.n; ++j) {
-      const double ev = mul_up(u.ua, v[j]) + u.eta_a;
+      const double ev = v_error(v[j]);
       // Upper bound of the exact |v - z B| from its double evaluation (v's and z B's underflow: two steps).
       const double cj = std::fabs(v[j] - z[j] * mean_vz) + mul_up(dz[j], b_abs) + mul_up(z[j], e_mvz) +
-                        mul_up(4 * 0x1p-53, std::fabs(v[j]) + mul_up(za[j], b_abs)) + 2 * kEvalEta;
+                        mul_up((2 + v_steps) * 0x1p-53, std::fabs(v[j]) + mul_up(za[j], b_abs)) + 2 * kEvalEta;
       const double e_q2 = mul_up(za[j], e_b) + mul_up(b_abs, ez[j]) + mul_up(ez[j], e_b) + product_up({u.ua, za[j] + ez[j], b_abs + e_b}) +
                           u.eta_a;
       const double e_c = ev + e_q2 + mul_up(u.ua, cj + ev + e_q2) + u.eta_a;

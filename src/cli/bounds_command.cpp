@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ops/op_kernels.hpp"
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "core/suggest.hpp"

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ops/op_kernels.hpp"
 #include "cli/commands.hpp"
 #include "kernels/block_registry.hpp"
 #include "generators/block_generators.hpp"

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/op_kernels.hpp"
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "io/output_files.hpp"

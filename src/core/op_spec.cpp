@@ -14,10 +14,10 @@ std::vector<std::string> names_of(const std::vector<OpSlot>& slots) {
 }
 
 OpSpec spec(Op op, std::string name, OpFamily family, OpDirection direction, int abi_op, std::vector<OpSlot> inputs,
-            std::vector<OpSlot> outputs, std::string formula, std::string bound) {
+            std::vector<OpSlot> outputs, std::string formula, std::string bound, bool in_suites = true) {
   std::vector<std::string> output_names = names_of(outputs);
   return {op, std::move(name), family, direction, abi_op, std::move(inputs), std::move(outputs), std::move(output_names),
-          std::move(formula), std::move(bound)};
+          std::move(formula), std::move(bound), in_suites};
 }
 
 std::vector<OpSpec> make_table() {
@@ -25,7 +25,7 @@ std::vector<OpSpec> make_table() {
   const OpSlot x{"x", R::tensor}, gamma{"gamma", R::parameter}, beta{"beta", R::parameter}, dy{"dy", R::cotangent};
   const OpSlot y{"y", R::row_output}, dx{"dx", R::row_output}, dgamma{"dgamma", R::reduced_output},
       dbeta{"dbeta", R::reduced_output};
-  const OpFamily ln = OpFamily::layernorm, rms = OpFamily::rmsnorm;
+  const OpFamily ln = OpFamily::layernorm, rms = OpFamily::rmsnorm, gemma = OpFamily::gemma_rmsnorm;
   const OpDirection fwd = OpDirection::forward, bwd = OpDirection::backward;
   return {
       spec(Op::layernorm_forward, "layernorm_forward", ln, fwd, 0, {x, gamma, beta}, {y},
@@ -37,6 +37,12 @@ std::vector<OpSpec> make_table() {
            "docs/bounds.md (RMSNorm)"),
       spec(Op::rmsnorm_backward, "rmsnorm_backward", rms, bwd, 3, {x, gamma, dy}, {dx, dgamma},
            "dx, dg: the VJP of rmsnorm_forward for the cotangent dy (dg summed over rows)", "docs/bounds.md (RMSNorm)"),
+      spec(Op::gemma_rmsnorm_forward, "gemma_rmsnorm_forward", gemma, fwd, -1, {x, gamma}, {y},
+           "y = (1 + w) x / sqrt(mean(x^2) + eps), w in gamma (Gemma's RMSNorm; the kernel forms 1 + w)",
+           "docs/bounds.md section 10.6 (RMSNorm with the gain offset)", false),
+      spec(Op::gemma_rmsnorm_backward, "gemma_rmsnorm_backward", gemma, bwd, -1, {x, gamma, dy}, {dx, dgamma},
+           "dx, dgamma = dL/dw: the VJP of gemma_rmsnorm_forward for the cotangent dy (dgamma summed over rows)",
+           "docs/bounds.md section 10.6 (RMSNorm with the gain offset)", false),
   };
 }
 
@@ -85,6 +91,32 @@ Op op_of(OpFamily family, OpDirection direction) {
     if (s.family == family && s.direction == direction) return s.op;
   throw std::logic_error("op_of: no op of this family and direction");
 }
+
+OpFamily family_at(int i) {
+  if (i < 0 || i >= kOpFamilies) throw std::out_of_range("family_at: no op family " + std::to_string(i));
+  return static_cast<OpFamily>(i);
+}
+
+const FamilySpec& family_spec(OpFamily f) {
+  static const std::vector<FamilySpec> table = {
+      {OpFamily::layernorm, "LayerNorm", "external_layernorm", {"two_pass", "welford"}},
+      {OpFamily::rmsnorm, "RMSNorm", "external_rmsnorm", {}},
+      {OpFamily::gemma_rmsnorm, "Gemma RMSNorm", "external_gemma_rmsnorm", {}, false},
+  };
+  static_assert(kOpFamilies == 3, "one FamilySpec row per OpFamily");
+  return table.at(static_cast<size_t>(family_index(f)));
+}
+
+namespace {
+bool has_slot(const std::vector<OpSlot>& slots, std::string_view name) {
+  for (const OpSlot& s : slots)
+    if (s.name == name) return true;
+  return false;
+}
+}  // namespace
+
+bool has_input(Op op, std::string_view name) { return has_slot(op_spec(op).inputs, name); }
+bool has_output(Op op, std::string_view name) { return has_slot(op_spec(op).outputs, name); }
 
 int64_t output_elements(const OpSlot& o, int64_t rows, int64_t n) { return o.per_row() ? rows * n : n; }
 

@@ -88,18 +88,18 @@ CallStrides call_strides(const LayerNormCase& c, Op op) {
 
 CallLayout call_layout(const LayerNormCase& c, Op op, const CallStrides& s) {
   const size_t item = item_size(c.dtype);
-  const bool backward = is_backward(op), rms = is_rmsnorm(op);
+  const bool backward = is_backward(op), beta = has_input(op, "beta");
   CallLayout l;
   l.dtype = c.dtype;
   size_t at = 0;
   l.x = place(at, c.rows, c.n, s.x, true, item);
   l.gamma = place(at, 1, c.n, c.n, true, item);
-  l.beta = place(at, 1, c.n, c.n, !rms, item);
+  l.beta = place(at, 1, c.n, c.n, beta, item);
   l.dy = place(at, c.rows, c.n, s.dy, backward, item);
   l.y = place(at, c.rows, c.n, s.y, !backward, item);
   l.dx = place(at, c.rows, c.n, s.dx, backward, item);
   l.dgamma = place(at, 1, c.n, c.n, backward, item);
-  l.dbeta = place(at, 1, c.n, c.n, backward && !rms, item);
+  l.dbeta = place(at, 1, c.n, c.n, has_output(op, "dbeta"), item);
   l.tail = at;
   l.total = at + kTailBytes;
   return l;

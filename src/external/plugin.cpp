@@ -73,7 +73,7 @@ KernelOutputs read_outputs(Op op, const LayerNormCase& c, const CallLayout& l, c
   } else {
     out.dx = read_slot(after, l.dx, c.dtype);
     out.dgamma = read_slot(after, l.dgamma, c.dtype);
-    if (!is_rmsnorm(op)) out.dbeta = read_slot(after, l.dbeta, c.dtype);
+    if (has_output(op, "dbeta")) out.dbeta = read_slot(after, l.dbeta, c.dtype);
   }
   return out;
 }
@@ -134,7 +134,7 @@ PluginInfo inspect_plugin(const std::string& path, double timeout_s, double star
       throw std::runtime_error("plugin '" + path + "' has an invalid name '" + info.name + "' (letters, digits, '_')");
   if (info.name.empty()) throw std::runtime_error("plugin '" + path + "' has an empty name");
   for (const OpSpec& s : op_specs())
-    for (size_t d = 0; d < 4; ++d)
+    for (size_t d = 0; d < 4 && s.abi_op >= 0; ++d)  // an op outside the plugin ABI: no plugin implements it
       if (r.reply.supports[inspected_index(static_cast<uint32_t>(s.abi_op)) * 4 + d]) info.supported.emplace_back(s.op, kDtypes[d]);
   for (size_t d = 0; d < 4; ++d) {
     if (r.reply.supports[4 * 4 + d]) info.grouped_dtypes.push_back(kDtypes[d]);

@@ -59,26 +59,12 @@ void add_dtype(std::vector<KernelEntry>& out) {
 
 }  // namespace
 
-const KernelEntry* find_kernel(Op op, std::string_view variant, DType storage) {
-  for (const KernelEntry& k : builtin_kernels())
-    if (k.op == op && k.variant == variant && k.storage == storage) return &k;
-  return nullptr;
+void add_layernorm_kernels(std::vector<KernelEntry>& out) {
+  for_each_dtype([&](auto tag) { add_dtype<decltype(tag)>(out); });
 }
 
-bool is_kernel_variant(std::string_view variant) {
-  for (const KernelEntry& k : builtin_kernels())
-    if (k.variant == variant) return true;
-  return false;
-}
-
-const std::vector<KernelEntry>& builtin_kernels() {
-  static const std::vector<KernelEntry> table = [] {
-    std::vector<KernelEntry> out;
-    for_each_dtype([&](auto tag) { add_dtype<decltype(tag)>(out); });
-    for_each_dtype([&](auto tag) { add_rms_dtype<decltype(tag)>(out); });
-    return out;
-  }();
-  return table;
+void add_rmsnorm_kernels(std::vector<KernelEntry>& out) {
+  for_each_dtype([&](auto tag) { add_rms_dtype<decltype(tag)>(out); });
 }
 
 }  // namespace normcheck

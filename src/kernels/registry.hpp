@@ -47,10 +47,12 @@ inline bool is_external_kernel_name(std::string_view kernel) {
 }
 inline bool is_external_kernel(const KernelEntry& k) { return is_external_kernel_name(k.kernel); }
 
-/// Every built-in kernel: LayerNorm (two_pass, two_pass_pairwise, welford, one_pass, and the
-/// storage-precision two_pass for f16/bf16) and RMSNorm (rms and its tracker-bug variants), each
-/// forward and backward, for the 4 dtypes.
-const std::vector<KernelEntry>& builtin_kernels();
+/// The built-in LayerNorm kernels (two_pass, two_pass_pairwise, welford, one_pass, and the
+/// storage-precision two_pass for f16/bf16) and RMSNorm kernels (rms and its tracker-bug variants),
+/// each forward and backward, for the 4 dtypes, appended to `out`: their families' rows of the op
+/// table (ops/family_math.cpp). Every op's built-in kernels: builtin_kernels() in ops/op_kernels.hpp.
+void add_layernorm_kernels(std::vector<KernelEntry>& out);
+void add_rmsnorm_kernels(std::vector<KernelEntry>& out);
 
 /// Planted kernels that round their outputs toward zero or away from zero (kernels/planted.hpp),
 /// variants ln_truncate, ln_round_away, rms_truncate, rms_round_away in f32 and f64: in no suite, judged
@@ -62,10 +64,5 @@ const std::vector<KernelEntry>& planted_directed_kernels();
 /// in no accuracy suite, judged by the invariance checks (suite/invariance.hpp), which must catch them.
 const std::vector<KernelEntry>& planted_invariance_kernels();
 
-/// The built-in kernel of (op, variant, storage), or nullptr when there is none.
-const KernelEntry* find_kernel(Op op, std::string_view variant, DType storage);
-
-/// True if some built-in kernel has this variant name.
-bool is_kernel_variant(std::string_view variant);
 
 }  // namespace normcheck

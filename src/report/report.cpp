@@ -179,7 +179,7 @@ nlohmann::json record_json(const RunConfig& cfg, const Record& r, size_t index, 
             {"cases_by_precision_bits", oracle_levels_json(r.oracle_levels)}}},
           {"worst_case", worst_case_json(cfg, r, index, path, inputs)}});
   j.update(accumulator_json(a));
-  if (is_external_kernel_name(r.key.kernel) && !is_rmsnorm(r.key.op)) j["contract"] = contract_json(r);
+  if (is_external_kernel_name(r.key.kernel) && !family_spec(op_family(r.key.op)).contracts.empty()) j["contract"] = contract_json(r);
   j["bias"] = bias_json(r.bias);
   j["points"] = case_points_json(r.points);
   return j;

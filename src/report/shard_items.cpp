@@ -145,11 +145,32 @@ ShardRecordAccumulator shard_record_accumulator(const json& record, const std::s
   return out;
 }
 
+namespace {
+
+/// A case's families: one flag per op family (family_index order; families past the array's end
+/// were not run: a shard written before they existed).
+OpFamilies families_from(const json& j) {
+  if (!j.is_array() || j.empty() || j.size() > static_cast<size_t>(kOpFamilies))
+    throw std::invalid_argument("shard_items: 'families' is not 1 to " + std::to_string(kOpFamilies) + " flags");
+  OpFamilies out{};
+  for (size_t f = 0; f < j.size(); ++f) out[f] = j.at(f).get<bool>();
+  return out;
+}
+
+/// An oracle certificate's family index.
+int family_key(const json& j) {
+  const int f = j.get<int>();
+  if (f < 0 || f >= kOpFamilies) throw std::invalid_argument("shard_items: an oracle certificate of an unknown op family");
+  return f;
+}
+
+}  // namespace
+
 json shard_items_json(const std::vector<std::pair<int64_t, CaseResult>>& items) {
   json out = json::array();
   for (const auto& [index, item] : items) {
     json oracle = json::array(), partials = json::array();
-    for (const auto& [rms, o] : item.oracle) oracle.push_back({rms, hexfloat(o.err_ulps), o.bits, o.certified});
+    for (const auto& [family, o] : item.oracle) oracle.push_back({family, hexfloat(o.err_ulps), o.bits, o.certified});
     for (const CasePartial& p : item.partials) partials.push_back(partial_json(p));
     out.push_back({{"item", index},
                    {"seed", std::to_string(item.seed)},
@@ -157,7 +178,7 @@ json shard_items_json(const std::vector<std::pair<int64_t, CaseResult>>& items) 
                    {"rows", item.rows},
                    {"n", item.n},
                    {"eps", hexfloat(item.eps)},
-                   {"families", {item.families[0], item.families[1]}},
+                   {"families", item.families},
                    {"oracle", oracle},
                    {"partials", partials}});
   }
@@ -175,9 +196,9 @@ std::vector<std::pair<int64_t, CaseResult>> shard_items_from_json(const json& j)
       item.n = extent_of(e.at("n"), "n");
       item.eps = parse_hexfloat(e.at("eps").get<std::string>());
       if (!(item.eps > 0) || !std::isfinite(item.eps)) throw std::invalid_argument("shard_items: an eps that is not finite and positive");
-      item.families = {e.at("families").at(0).get<bool>(), e.at("families").at(1).get<bool>()};
+      item.families = families_from(e.at("families"));
       for (const json& o : e.at("oracle"))
-        item.oracle[o.at(0).get<bool>()] = {parse_hexfloat(o.at(1).get<std::string>()), o.at(2).get<int>(), o.at(3).get<bool>()};
+        item.oracle[family_key(o.at(0))] = {parse_hexfloat(o.at(1).get<std::string>()), o.at(2).get<int>(), o.at(3).get<bool>()};
       for (const json& p : e.at("partials")) item.partials.push_back(partial_from(p));
       for (const CasePartial& p : item.partials)  // every output has at most rows * n elements
         if (p.judgement.worst.index < -1 || (p.judgement.worst.index >= 0 && p.judgement.worst.index / item.n >= item.rows))

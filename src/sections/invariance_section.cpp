@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/op_kernels.hpp"
 #include "io/case_json.hpp"
 #include "io/json_input.hpp"
 #include "report/report.hpp"
@@ -225,7 +226,7 @@ class InvarianceSection final : public Section {
       if (!selected_whole_or_named(in, kKey)) return nullptr;
       for (const auto* table : {&builtin_kernels(), &planted_invariance_kernels()})
         for (const KernelEntry& k : *table)
-          if (wanted_dtype(in.common, k.storage)) kernels.push_back(k);
+          if (wanted_dtype(in.common, k.storage) && (op_spec(k.op).in_suites || in.names_any({op_name(k.op)}))) kernels.push_back(k);
     }
     return std::make_unique<InvarianceRun>(std::move(kernels), seed, in.common.threads, report_only);
   }

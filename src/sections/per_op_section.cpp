@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ops/op_kernels.hpp"
 #include "external/exec.hpp"
 #include "external/plugin.hpp"
 #include "external/serve.hpp"
@@ -35,8 +36,8 @@ std::vector<std::string_view> op_names() { return op_name_views(); }
 class PerOpRun final : public SectionRun {
  public:
   explicit PerOpRun(RunConfig cfg) : cfg_(std::move(cfg)) {}
-  /// Two per case (family_unit): its LayerNorm and its RMSNorm kernels.
-  int64_t shard_units() const override { return kUnitsPerCase * static_cast<int64_t>(per_op_items(cfg_).size()); }
+  /// One per case and op family of the run (FamilyUnits): the default suite's LayerNorm and RMSNorm kernels.
+  int64_t shard_units() const override { return family_units(cfg_).per_case() * static_cast<int64_t>(per_op_items(cfg_).size()); }
   void set_shard(const ShardSpec& shard) override { cfg_.shard = shard; }
   int64_t planned_cases() const override { return normcheck::planned_cases(cfg_); }
   /// A family unit of a case costs about 0.5 ms, 0.3 us per element for its oracle and 0.3 us per
@@ -44,15 +45,16 @@ class PerOpRun final : public SectionRun {
   /// suite, docs/nightly.md); a family without a kernel of the case's dtype costs nothing.
   std::vector<double> unit_costs() const override {
     const auto kernels = selected_kernels(cfg_);
-    std::map<std::pair<DType, bool>, int> per_family;
-    for (const KernelEntry* k : kernels) ++per_family[{k->storage, is_rmsnorm(k->op)}];
+    std::map<std::pair<DType, int>, int> per_family;
+    for (const KernelEntry* k : kernels) ++per_family[{k->storage, op_family_index(k->op)}];
     std::vector<double> costs;
+    const FamilyUnits units = family_units(cfg_);
     for (const WorkItem& w : per_op_items(cfg_)) {
       const auto [rows, n] = suite_case_shape(cfg_, w);
-      const OpFamilies live = live_families(kernels, w.dtype);
-      for (bool rms : {false, true}) {
-        const int count = per_family[{w.dtype, rms}];
-        costs.push_back(live[rms] ? 5e-4 + static_cast<double>(rows * n) * (3e-7 + 3e-7 * count) : 0.0);
+      const OpFamilies live = live_families(kernels, w.dtype, units.first());
+      for (int f : units.families) {
+        const int count = per_family[{w.dtype, f}];
+        costs.push_back(live[f] ? 5e-4 + static_cast<double>(rows * n) * (3e-7 + 3e-7 * count) : 0.0);
       }
     }
     return costs;
@@ -123,11 +125,12 @@ Record planned_record(const json& j) {
 }
 
 /// The op families with records of each dtype: those a case of the dtype runs (live_families).
-std::map<DType, OpFamilies> planned_families(const std::vector<Record>& records, const std::vector<DType>& dtypes) {
+std::map<DType, OpFamilies> planned_families(const std::vector<Record>& records, const RunConfig& cfg) {
   std::map<DType, OpFamilies> present;
-  for (DType dt : dtypes) present[dt] = {};
-  for (const Record& rec : records) present[rec.key.storage][is_rmsnorm(rec.key.op)] = true;
-  for (auto& [dt, families] : present) families = live_families(families);
+  for (DType dt : cfg.dtypes) present[dt] = {};
+  for (const Record& rec : records) present[rec.key.storage][op_family_index(rec.key.op)] = true;
+  const int first = family_units(cfg).first();
+  for (auto& [dt, families] : present) families = live_families(families, first);
   return present;
 }
 
@@ -157,7 +160,7 @@ RunResult fold_shard_items(const std::vector<nightly::ShardReport>& shards, cons
   RunResult r;
   for (const json& rec : shards.front().report.at("records")) r.records.push_back(planned_record(rec));
   const std::vector<WorkItem> work = per_op_items(cfg);
-  const std::map<DType, OpFamilies> live = planned_families(r.records, cfg.dtypes);
+  const std::map<DType, OpFamilies> live = planned_families(r.records, cfg);
   r.cases_planned = static_cast<int64_t>(work.size());
   for (const auto& [index, item] : joined_shard_items(shards, work.size())) {
     for (const CasePartial& p : item.partials)

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/op_kernels.hpp"
 #include "external/exec.hpp"
 #include "external/exec_case.hpp"
 #include "external/npy.hpp"

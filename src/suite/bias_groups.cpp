@@ -69,7 +69,7 @@ double normalized(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
 /// dx (LayerNorm: dx, 1 and z, the rstd, A and B errors; RMSNorm: dx and z).
 void row_groups(Op op, const std::string& output, const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
                 const TensorBound& b, const BiasInputs& in, BiasAccumulator& out) {
-  const bool rms = is_rmsnorm(op), forward = output == "y";
+  const bool rms = !has_input(op, "beta"), forward = output == "y";
   const size_t k = forward ? (rms ? 1 : 2) : (rms ? 2 : 3);
   std::vector<double> rho(static_cast<size_t>(c.n)), s(rho.size());
   std::vector<uint64_t> cluster(rho.size());

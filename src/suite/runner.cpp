@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "ops/op_kernels.hpp"
 #include "oracles/certified_layernorm.hpp"
 #include "io/case_json.hpp"
 #include "suite/failure_json.hpp"
@@ -44,14 +45,15 @@ struct OwnedCase {
 /// The config's shard's cases, in case order: those with a live family unit it owns.
 std::vector<OwnedCase> owned_cases(const RunConfig& cfg, const std::vector<WorkItem>& items,
                                    const std::vector<const KernelEntry*>& kernels) {
+  const FamilyUnits units = family_units(cfg);
   std::map<DType, OpFamilies> live;
-  for (DType dt : cfg.dtypes) live[dt] = live_families(kernels, dt);
+  for (DType dt : cfg.dtypes) live[dt] = live_families(kernels, dt, units.first());
   std::vector<OwnedCase> out;
   for (size_t i = 0; i < items.size(); ++i) {
     OwnedCase c{i, {}};
-    for (bool rms : {false, true})
-      c.families[rms] = live[items[i].dtype][rms] && cfg.shard.owns(family_unit(static_cast<int64_t>(i), rms));
-    if (c.families[0] || c.families[1]) out.push_back(c);
+    for (int f = 0; f < kOpFamilies; ++f)
+      c.families[f] = live[items[i].dtype][f] && cfg.shard.owns(units.unit(static_cast<int64_t>(i), f));
+    if (any_family(c.families)) out.push_back(c);
   }
   return out;
 }
@@ -92,20 +94,20 @@ void append_journal(const RunConfig& cfg, const LayerNormCase& c, const KernelEn
 
 /// Judges one op family's kernels on case `c` against one certified reference (with the VJP if
 /// a backward kernel of the family needs it), adding its oracle certificate and partials to `r`.
-void run_family(const RunConfig& cfg, const WorkItem& w, const LayerNormCase& c, bool rms, const std::vector<const KernelEntry*>& kernels,
+void run_family(const RunConfig& cfg, const WorkItem& w, const LayerNormCase& c, int family, const std::vector<const KernelEntry*>& kernels,
                 const std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index, std::mutex& journal_mu,
                 CaseResult& r) {
   bool present = false, need_vjp = false;
   for (const KernelEntry* k : kernels)
-    if (k->storage == w.dtype && is_rmsnorm(k->op) == rms) {
+    if (k->storage == w.dtype && op_family_index(k->op) == family) {
       present = true;
       need_vjp = need_vjp || is_backward(k->op);
     }
   if (!present) return;
-  const oracle::CertifiedLayerNorm ref = certified_reference(rms ? Op::rmsnorm_forward : Op::layernorm_forward, c, need_vjp);
-  r.oracle[rms] = {ref.max_err_ulps, ref.precision_bits, ref.certified};
+  const oracle::CertifiedLayerNorm ref = certified_reference(op_of(family_at(family), OpDirection::forward), c, need_vjp);
+  r.oracle[family] = {ref.max_err_ulps, ref.precision_bits, ref.certified};
   for (const KernelEntry* k : kernels) {
-    if (k->storage != w.dtype || is_rmsnorm(k->op) != rms) continue;
+    if (k->storage != w.dtype || op_family_index(k->op) != family) continue;
     for (OutputJudgement& j : judge_case(*k, c, ref)) {
       if (j.failed || j.own_failed) append_journal(cfg, c, *k, j, journal_mu);
       r.partials.push_back({index.at({k, w.generator_index, j.output}), std::move(j)});
@@ -127,11 +129,11 @@ CaseResult run_item(const RunConfig& cfg, const WorkItem& w, const OwnedCase& ow
   r.eps = c.eps;
   r.families = owned.families;
   const double made = thread_cpu_seconds() - start;
-  for (bool rms : {false, true}) {
-    if (!owned.families[rms]) continue;
+  for (int f = 0; f < kOpFamilies; ++f) {
+    if (!owned.families[f]) continue;
     const double family_start = thread_cpu_seconds();
-    run_family(cfg, w, c, rms, kernels, index, journal_mu, r);
-    add_unit_seconds(cfg.shard.first_unit + family_unit(static_cast<int64_t>(owned.item), rms), made + thread_cpu_seconds() - family_start);
+    run_family(cfg, w, c, f, kernels, index, journal_mu, r);
+    add_unit_seconds(cfg.shard.first_unit + family_units(cfg).unit(static_cast<int64_t>(owned.item), f), made + thread_cpu_seconds() - family_start);
   }
   return r;
 }
@@ -145,7 +147,7 @@ void merge_item(const WorkItem& w, int64_t item_index, const RunConfig& cfg, con
       ++rec.declined_cases;
       continue;
     }
-    const CaseResult::OracleInfo& oracle = item.oracle.at(is_rmsnorm(rec.key.op));
+    const CaseResult::OracleInfo& oracle = item.oracle.at(op_family_index(rec.key.op));
     ++rec.cases;
     if (!oracle.certified) ++rec.uncertified_cases;
     if (p.judgement.failed) ++rec.failed_cases;
@@ -316,11 +318,28 @@ int64_t planned_cases(const RunConfig& cfg) {
   return static_cast<int64_t>(owned_cases(cfg, per_op_items(cfg), selected_kernels(cfg)).size());
 }
 
-OpFamilies live_families(const std::vector<const KernelEntry*>& kernels, DType dt) {
+OpFamilies live_families(const std::vector<const KernelEntry*>& kernels, DType dt, int first_family) {
   OpFamilies present{};
   for (const KernelEntry* k : kernels)
-    if (k->storage == dt) present[is_rmsnorm(k->op)] = true;
-  return live_families(present);
+    if (k->storage == dt) present[op_family_index(k->op)] = true;
+  return live_families(present, first_family);
+}
+
+FamilyUnits family_units(const RunConfig& cfg) {
+  std::array<bool, kOpFamilies> in_run{};
+  for (Op op : cfg.ops) in_run[op_family_index(op)] = true;
+  for (const KernelEntry& k : cfg.extra_kernels) in_run[op_family_index(k.op)] = true;
+  FamilyUnits u;
+  for (int f = 0; f < kOpFamilies; ++f)
+    if (in_run[f]) u.families.push_back(f);
+  if (u.families.empty()) u.families.push_back(0);
+  return u;
+}
+
+int64_t FamilyUnits::unit(int64_t item, int family) const {
+  for (size_t k = 0; k < families.size(); ++k)
+    if (families[k] == family) return per_case() * item + static_cast<int64_t>(k);
+  throw std::logic_error("a shard unit of an op family the run does not have");
 }
 
 void join_case_pieces(int64_t item_index, CaseResult& whole, CaseResult&& piece) {
@@ -330,14 +349,14 @@ void join_case_pieces(int64_t item_index, CaseResult& whole, CaseResult&& piece)
   if (piece.seed != whole.seed || piece.digest != whole.digest || piece.rows != whole.rows || piece.n != whole.n ||
       std::memcmp(&piece.eps, &whole.eps, sizeof(double)) != 0)
     refuse("are not the same case (seed, digest, shape or eps differ)");
-  for (bool rms : {false, true}) {
-    if (!piece.families[rms]) continue;
-    if (whole.families[rms]) refuse("cover the " + std::string(rms ? "RMSNorm" : "LayerNorm") + " kernels twice");
-    whole.families[rms] = true;
+  for (int f = 0; f < kOpFamilies; ++f) {
+    if (!piece.families[f]) continue;
+    if (whole.families[f]) refuse("cover the " + std::string(family_label(family_at(f))) + " kernels twice");
+    whole.families[f] = true;
   }
-  for (auto& [rms, info] : piece.oracle) {
-    if (!piece.families[rms]) refuse("carry an oracle certificate of a family they do not cover");
-    whole.oracle[rms] = info;
+  for (auto& [f, info] : piece.oracle) {
+    if (f < 0 || f >= kOpFamilies || !piece.families[f]) refuse("carry an oracle certificate of a family they do not cover");
+    whole.oracle[f] = info;
   }
   for (CasePartial& p : piece.partials) whole.partials.push_back(std::move(p));
 }

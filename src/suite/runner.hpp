@@ -46,7 +46,7 @@ struct RunConfig {
   std::vector<KernelEntry> extra_kernels;  ///< plugin kernels (external/plugin.hpp), judged too
   bool external_report_only = false;       ///< external kernels' records are report_only
   ExternalSpecs external;                  ///< where extra_kernels came from (reported)
-  ShardSpec shard;  ///< the slice this run does (per-op units: family_unit)
+  ShardSpec shard;  ///< the slice this run does (per-op units: FamilyUnits)
 };
 
 /// Identity of a report record.
@@ -123,8 +123,8 @@ struct FlagCheck {
   bool met() const { return caught() || !required(); }
 };
 
-/// Which op families (LayerNorm, RMSNorm) a piece of work covers; index: is RMSNorm.
-using OpFamilies = std::array<bool, 2>;
+/// Which op families a piece of work covers; index: family_index.
+using OpFamilies = std::array<bool, kOpFamilies>;
 
 /// One judged output of one kernel on one case: record `record` (plan order) and its judgement.
 struct CasePartial {
@@ -141,7 +141,7 @@ struct CaseResult {
     int bits = 0;
     bool certified = true;
   };
-  std::map<bool, OracleInfo> oracle;  ///< key: is RMSNorm
+  std::map<int, OracleInfo> oracle;   ///< key: family_index
   OpFamilies families{};              ///< the op families (shard units) of the case this result covers
   uint64_t seed = 0, digest = 0;
   int64_t rows = 0, n = 0;
@@ -187,20 +187,36 @@ int64_t planned_cases(const RunConfig& cfg);
 /// Every work item of the config, in case order (dtype, generator, case).
 std::vector<WorkItem> per_op_items(const RunConfig& cfg);
 
-/// The per-op section's shard units: two per case, item i's LayerNorm kernels (unit 2i) and its
-/// RMSNorm kernels (unit 2i + 1). The two share nothing but the case's inputs: each has its own
-/// oracle and its own records, so a shard can run either alone and `merge` joins them exactly.
-inline constexpr int64_t kUnitsPerCase = 2;
-inline int64_t family_unit(int64_t item, bool rms) { return kUnitsPerCase * item + (rms ? 1 : 0); }
+/// The per-op section's shard units: one per case and op family of the run (the families of its
+/// ops and external kernels, in family order), item i's kernels of the run's k-th family being unit
+/// F i + k for F families (the default suite's LayerNorm and RMSNorm: 2i and 2i + 1). They share
+/// nothing but the case's inputs: each has its own oracle and its own records, so a shard can run
+/// any of them alone and `merge` joins them exactly.
+struct FamilyUnits {
+  std::vector<int> families;  ///< family_index values, ascending; never empty
+  int64_t per_case() const { return static_cast<int64_t>(families.size()); }
+  /// The unit of item `item`'s kernels of `family`; throws std::logic_error for a family not in the run.
+  int64_t unit(int64_t item, int family) const;
+  int first() const { return families.front(); }
+};
+FamilyUnits family_units(const RunConfig& cfg);
 
 /// The op families with a unit of work in a case: those `present` (with a kernel of the case's
-/// storage dtype); when neither is, the LayerNorm unit alone (it still generates the case).
-inline OpFamilies live_families(OpFamilies present) {
-  if (!present[0] && !present[1]) present[0] = true;
+/// storage dtype); when none is, the run's first family's unit alone (it still generates the case).
+inline OpFamilies live_families(OpFamilies present, int first_family) {
+  bool any = false;
+  for (bool p : present) any = any || p;
+  if (!any) present[static_cast<size_t>(first_family)] = true;
   return present;
 }
+/// True if the piece of work covers some family.
+inline bool any_family(const OpFamilies& f) {
+  for (bool p : f)
+    if (p) return true;
+  return false;
+}
 /// The same from the selected kernels, for a case of dtype `dt`.
-OpFamilies live_families(const std::vector<const KernelEntry*>& kernels, DType dt);
+OpFamilies live_families(const std::vector<const KernelEntry*>& kernels, DType dt, int first_family);
 
 /// Adds `piece` (another part of the same case: another shard's families) to `whole`. Throws
 /// std::invalid_argument (one line) when the two are not parts of one case or overlap.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "ops/op_kernels.hpp"
 #include "core/rng.hpp"
 #include "generators/generators.hpp"
 #include "suite/judge.hpp"

@@ -61,7 +61,8 @@ std::optional<RunConfig> suite_config(std::string_view name) {
   RunConfig cfg;
   cfg.suite = std::string(s->name);
   cfg.suite_version = s->version;
-  cfg.ops = {Op::layernorm_forward, Op::layernorm_backward, Op::rmsnorm_forward, Op::rmsnorm_backward};
+  for (const OpSpec& op : op_specs())
+    if (op.in_suites) cfg.ops.push_back(op.op);
   cfg.dtypes = suite_dtypes(*s);
   cfg.generators = gen::row_generator_names();
   if (!s->generators.empty()) cfg.generators.assign(s->generators.begin(), s->generators.end());
