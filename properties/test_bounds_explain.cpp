@@ -156,4 +156,21 @@ TEST(BoundsExplain, TheBackwardBoundsOwnIntermediatesAreTracedAndItsErrorIsTheAr
     }
 }
 
+TEST(BoundsExplain, OutputPicksOneOutputOfABackwardOpAndElementIndexesIt) {
+  // dgamma has n = 64 elements, dx rows * n = 256: --element 200 is dx's, and --output makes that unambiguous.
+  const std::string base = "bounds --op layernorm_backward --kernel two_pass --dtype bf16 --rows 4 --n 64 --json ";
+  const Outcome all = run_cli(base + "--element 200");
+  EXPECT_EQ(all.exit_code, 2);  // shared by every output: outside dgamma
+  EXPECT_NE(all.err.find("outside dgamma"), std::string::npos) << all.err;
+  const Outcome dx = run_cli(base + "--output dx --element 200");
+  ASSERT_EQ(dx.exit_code, 0) << dx.err;
+  const auto outputs = nlohmann::json::parse(dx.out).at("sample").at("outputs");
+  EXPECT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs.at("dx").at("explained").at("index"), 200);
+  const Outcome bad = run_cli(base + "--output dy");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("its outputs: dx, dgamma, dbeta"), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
 }  // namespace

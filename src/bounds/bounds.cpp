@@ -101,6 +101,11 @@ std::vector<std::string> bound_formula(const BoundModel& m, bool backward) {
       f.push_back("dgamma: sum_rows (|dy| e_z (1+u_a) + u_a |dy|(|z|+e_z) + u_dg |p|) + gamma_{m-1}(u_dg) sum |p|;"
                   " u_dg = 2^-8 for +DG-BF16   [10.2]");
     }
+    if (m.rms_flags & kRmsGainOffset)
+      f.push_back(std::string("gain offset: gamma holds hi = fl64(1 + w); |g| <= |hi| (1 + 2^-52), the kernel's |g_k| <= |g| (1 + u_gain), u_gain = ") +
+                  ((m.rms_flags & kRmsGainStorage) ? "u_s (+) u_a" : "u_a") +
+                  (backward ? "; dx: |v_hat - v| = (u_a (+) u_gain) |v| (1 + 2^-51) + eta_a, two more 2^-53 steps in mean(v z) and |c|   [10.6]"
+                            : "; y: e as above with |g_k| for |g|, + |x| r |g| u_gain   [10.6]"));
     f.push_back("store: bound = e + u_s (|exact| + e) + eta_s when storage != accumulator   [2.6]");
     return f;
   }

@@ -5,16 +5,16 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "ops/op_kernels.hpp"
+#include "bounds/bounds.hpp"
+#include "bounds/bounds_explain.hpp"
 #include "cli/commands.hpp"
 #include "cli/parse_names.hpp"
 #include "core/suggest.hpp"
-#include "bounds/bounds.hpp"
-#include "bounds/bounds_explain.hpp"
 #include "external/npy.hpp"
-#include "io/json_input.hpp"
 #include "generators/generators.hpp"
 #include "io/case_json.hpp"
+#include "io/json_input.hpp"
+#include "ops/op_kernels.hpp"
 #include "suite/judge.hpp"
 
 namespace normcheck::cli {
@@ -149,6 +149,15 @@ std::string unknown_part(const BoundsOptions& o) {
     return fmt::format("no kernel '{}' for op '{}' and dtype '{}'{} (see normcheck list)", o.variant, o.op, o.dtype,
                        did_you_mean(o.variant, variants));
   }
+  if (!o.output.empty()) {
+    const std::vector<std::string>& names = op_outputs(*parse_op(o.op));
+    if (std::find(names.begin(), names.end(), o.output) == names.end())
+    {
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+      return fmt::format("op '{}' has no output '{}' (its outputs: {}){}", o.op, o.output, list, did_you_mean(o.output, names));
+    }
+  }
   if (!gen::is_row_generator(o.generator))
     return fmt::format("unknown generator '{}'{} (see normcheck list)", o.generator, did_you_mean(o.generator, gen::row_generator_names()));
   return "";
@@ -217,6 +226,7 @@ int bounds_command(const BoundsOptions& o) {
   const std::vector<TensorBound> bounds = bounds_for(k->op, c, ref, m);
   for (size_t i = 0; i < bounds.size(); ++i) {
     const std::string& name = op_outputs(k->op)[i];
+    if (!o.output.empty() && name != o.output) continue;
     const TensorBound& b = bounds[i];
     if (o.element && (*o.element < 0 || static_cast<size_t>(*o.element) >= b.bound.size())) {
       print_error(fmt::format("--element {} is outside {} ({} elements)", *o.element, name, b.bound.size()));

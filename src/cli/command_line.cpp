@@ -120,6 +120,7 @@ void add_bounds_options(CLI::App& b, BoundsOptions& o) {
                "x, gamma, beta[, dy]) or x as .npy (rows x n; gamma 1, beta 0, dy 1)");
   b.add_option("--eps", o.eps, "eps of a .npy input (default 1e-5)");
   b.add_option("--element", o.element, "flat index of the element to explain in each output (default: its largest bound)");
+  b.add_option("--output", o.output, "the one output to show and explain (y; dx, dgamma, dbeta): --element is its index");
 }
 
 void add_contract_options(CLI::App& c, ContractOptions& o) {

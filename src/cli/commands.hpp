@@ -52,6 +52,7 @@ struct BoundsOptions {
   std::string input;               ///< the user's case: hexfloat JSON (a report's worst_case) or x as .npy
   double eps = 1e-5;               ///< eps of a .npy input
   std::optional<int64_t> element;  ///< the element to explain (default: each output's largest bound)
+  std::string output;              ///< the one output to explain (default: every output of the op)
 };
 
 
