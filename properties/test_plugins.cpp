@@ -369,6 +369,14 @@ TEST(PlantedPlugins, NaNEverywhereFailsEveryGeneratorDtypeAndOutput) {
   EXPECT_EQ(generators.size(), gen_count());
 }
 
+TEST(PlantedPlugins, ANaNWhereTheExactValueIsFiniteIsExplainedInWordsNotByAnInfiniteRatio) {
+  const fs::path out = scratch() / "planted_nan_words.json";
+  const Outcome o = run_cli("run --suite quick --kernel " + plugin("nan") + " --ops layernorm_forward --dtypes f32 --out " + out.string());
+  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_NE(o.out.find("the kernel returned NaN where the exact value is finite: always a failure, whatever the bound"),
+            std::string::npos) << o.out;
+}
+
 TEST(PlantedPlugins, AKernelIgnoringEpsFailsInEveryDtype) {
   std::map<std::string, int> failing;
   const auto j = planted_quick("eps_ignored");

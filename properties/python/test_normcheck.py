@@ -376,3 +376,9 @@ def test_gemma_rms_norm_is_judged_from_python_through_its_spec_and_a_forgotten_o
     assert {r["op"] for r in good.records} == {"gemma_rmsnorm_forward"} and all(r["cases"] > 0 for r in good.records)
     bad = normcheck.check(forgot_the_one, op="gemma_rmsnorm_forward", dtypes=("bf16",), generators=("normal",), cases=1)
     assert not bad.passed
+
+
+def test_a_nan_where_the_exact_value_is_finite_is_explained_in_words():
+    result = normcheck.check(lambda x, g, b, eps: np.full_like(x, np.nan), dtypes=("f32",), generators=("normal",), cases=1)
+    assert not result.passed
+    assert "returned NaN where the exact value is finite: always a failure" in result.describe(result.worst())

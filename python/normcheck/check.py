@@ -234,6 +234,10 @@ class CheckResult:
                 f"(correctly rounded {e.get('oracle_rounded')})",
                 f"  error {e.get('ulp_error')} ulp, bound {e.get('bound')} -> error/bound {e.get('bound_ratio')}",
             ]
+            got, exact = e.get("kernel"), e.get("oracle_rounded")
+            if got in ("nan", "inf", "-inf") and exact not in (None, "nan", "inf", "-inf"):
+                word = {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[got]
+                lines.append(f"  the kernel returned {word} where the exact value is finite: always a failure, whatever the bound")
             if self.section == "records":
                 lines.append(f"  rebuild: normcheck.generate({generator!r}, {record['storage']!r}, {wc.get('case_seed')}, "
                              f"max_elements={self.report['config']['shape']['max_elements']})"

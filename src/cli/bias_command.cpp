@@ -1,4 +1,6 @@
+#include <chrono>
 #include <cstdio>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -26,9 +28,18 @@ int bias_command(const BiasOptions& o) {
   cfg.seed = o.seed;
   cfg.threads = o.threads;
   cfg.planted = !o.sound_only;
-  const BiasCalibrationResult r = run_bias_calibration(cfg, [](int64_t done, int64_t planned) {
-    if (done % 10000 == 0) std::fprintf(stderr, "bias calibration: %lld of %lld cases\n", static_cast<long long>(done),
-                                        static_cast<long long>(planned));
+  // A progress line every 30 s of a long calibration (CI logs), with the time left at this pace.
+  const auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  std::mutex progress_mu;
+  const BiasCalibrationResult r = run_bias_calibration(cfg, [&](int64_t done, int64_t planned) {
+    std::lock_guard<std::mutex> lock(progress_mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last < std::chrono::seconds(30)) return;
+    last = now;
+    const double s = std::chrono::duration<double>(now - start).count();
+    std::fprintf(stderr, "bias calibration: %lld of %lld cases, %.0f s elapsed, ~%.0f s left\n", static_cast<long long>(done),
+                 static_cast<long long>(planned), s, done > 0 ? s * static_cast<double>(planned - done) / static_cast<double>(done) : 0.0);
   });
   std::printf("bias calibration: %lld cases (%lld per dtype, rows*n <= %lld, seed %llu); one test per record of %lld cases\n"
               "of one generator and per output, threshold |z| > %.4f (false-alarm probability 1e-9 per test under the\n"

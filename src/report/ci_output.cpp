@@ -59,6 +59,21 @@ std::string record_name(const nlohmann::json& r) {
   return name;
 }
 
+namespace {
+
+/// The words for a non-finite kernel value where the exact value is finite (its error/bound is inf
+/// or nan, which says nothing); empty otherwise.
+std::string nonfinite_words(const nlohmann::json& e) {
+  const std::string got = text(e, "kernel"), exact = text(e, "oracle_rounded");
+  const bool got_finite = got != "nan" && got != "inf" && got != "-inf";
+  const bool exact_finite = exact != "nan" && exact != "inf" && exact != "-inf";
+  if (got_finite || got.empty() || !exact_finite) return "";
+  return fmt::format("the kernel returned {} where the exact value is finite: always a failure, whatever the bound\n",
+                     got == "nan" ? "NaN" : got == "inf" ? "+Inf" : "-Inf");
+}
+
+}  // namespace
+
 std::string record_failure_text(const nlohmann::json& r) {
   if (r.contains("difference") && r.at("difference").is_object()) {  // batch_invariance records (no oracle, no cases)
     const nlohmann::json& d = r.at("difference");
@@ -78,6 +93,7 @@ std::string record_failure_text(const nlohmann::json& r) {
     body += fmt::format("kernel {} ({}), exact {} (correctly rounded {})\n", text(e, "kernel_decimal"), text(e, "kernel"),
                         text(e, "oracle_decimal"), text(e, "oracle_rounded"));
     body += fmt::format("error {} ulp, bound {}, error/bound {}\n", text(e, "ulp_error"), text(e, "bound"), text(e, "bound_ratio"));
+    body += nonfinite_words(e);
     if (!text(wc, "replay").empty()) body += "replay: " + text(wc, "replay") + "\n";
   }
   return body;
