@@ -23,6 +23,17 @@ struct RmsPolicy {
   static Accum xr(Accum v) { return RoundXr ? num::convert<Accum>(num::convert<bf16>(v)) : v; }
 };
 
+/// How a kernel forms its gains from the stored weights, as Accum values. Plain RMSNorm uses the
+/// weights themselves (converted exactly); Gemma's RMSNorm forms 1 + w (ops/gemma_rmsnorm).
+struct StoredGain {
+  template <class Storage, class Accum>
+  static std::vector<Accum> gains(const Storage* g, int64_t n) {
+    std::vector<Accum> out(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) out[static_cast<size_t>(j)] = num::convert<Accum>(g[j]);
+    return out;
+  }
+};
+
 /// r = 1 / sqrt(sum(x^2)/n + eps), the sum in Policy::sum_type.
 template <class Storage, class Accum, class Policy>
 Accum rms_reciprocal(const Storage* x, int64_t n, Accum eps) {
@@ -36,20 +47,22 @@ Accum rms_reciprocal(const Storage* x, int64_t n, Accum eps) {
   return Policy::rstd(num::constant<Accum>(1.0) / num::sqrt(ms + eps));
 }
 
-template <class Storage, class Accum, class Policy>
+template <class Storage, class Accum, class Policy, class Gain = StoredGain>
 void rmsnorm_forward_with(const Storage* x, const Storage* g, int64_t rows, int64_t n, double eps, Storage* y) {
   const Accum eps_a = num::constant<Accum>(eps);
+  const std::vector<Accum> gain = Gain::template gains<Storage, Accum>(g, n);
   for (int64_t i = 0; i < rows; ++i) {
     const Accum r = rms_reciprocal<Storage, Accum, Policy>(x + i * n, n, eps_a);
     for (int64_t j = 0; j < n; ++j) {
       const Accum xr = Policy::xr(num::convert<Accum>(x[i * n + j]) * r);
-      y[i * n + j] = num::convert<Storage>(xr * num::convert<Accum>(g[j]));
+      y[i * n + j] = num::convert<Storage>(xr * gain[static_cast<size_t>(j)]);
     }
   }
 }
 
-/// dx = r (v - z mean(v z)) with v = g dy, z = x r; dg = sum_rows dy z (in Policy::dg_type).
-template <class Storage, class Accum, class Policy>
+/// dx = r (v - z mean(v z)) with v = g dy, z = x r; dg = sum_rows dy z (in Policy::dg_type; also
+/// dL/dw for Gemma's g = 1 + w, whose offset has derivative 1).
+template <class Storage, class Accum, class Policy, class Gain = StoredGain>
 void rmsnorm_backward_with(const Storage* x, const Storage* g, const Storage* dy, int64_t rows, int64_t n,
                            double eps, Storage* dx, Storage* dg) {
   using DgT = typename Policy::dg_type;
@@ -57,13 +70,14 @@ void rmsnorm_backward_with(const Storage* x, const Storage* g, const Storage* dy
   const Accum count = num::constant<Accum>(static_cast<double>(n));
   std::vector<DgT> dg_acc(static_cast<size_t>(n), num::constant<DgT>(0.0));
   std::vector<Accum> z(static_cast<size_t>(n)), v(static_cast<size_t>(n));
+  const std::vector<Accum> gain = Gain::template gains<Storage, Accum>(g, n);
   for (int64_t i = 0; i < rows; ++i) {
     const Accum r = rms_reciprocal<Storage, Accum, Policy>(x + i * n, n, eps_a);
     Accum sum_vz = num::constant<Accum>(0.0);
     for (int64_t j = 0; j < n; ++j) {
       const Accum dyj = num::convert<Accum>(dy[i * n + j]);
       z[j] = Policy::xr(num::convert<Accum>(x[i * n + j]) * r);
-      v[j] = num::convert<Accum>(g[j]) * dyj;
+      v[j] = gain[static_cast<size_t>(j)] * dyj;
       sum_vz += v[j] * z[j];
       dg_acc[j] += num::convert<DgT>(dyj * z[j]);
     }

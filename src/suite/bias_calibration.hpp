@@ -40,7 +40,8 @@ struct BiasCalibrationResult {
   int64_t cases_done = 0;
 };
 
-/// Runs the calibration; `progress(done, planned)` after each case (may be empty).
+/// Runs the calibration; `progress(done, planned)` after each record's cases, one call at a time
+/// (under the calibration's lock; may be empty).
 BiasCalibrationResult run_bias_calibration(const BiasCalibrationConfig& cfg,
                                            const std::function<void(int64_t, int64_t)>& progress = {});
 

@@ -117,8 +117,8 @@ void run_family(const RunConfig& cfg, const WorkItem& w, const LayerNormCase& c,
 
 /// Runs the owned families of one case. Each family's CPU time goes to its shard unit, with the
 /// case's generation added to each (a shard that runs one family alone pays it too).
-CaseResult run_item(const RunConfig& cfg, const WorkItem& w, const OwnedCase& owned, const std::vector<const KernelEntry*>& kernels,
-                    const std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index, std::mutex& journal_mu) {
+CaseResult run_item(const RunConfig& cfg, const FamilyUnits& units, const WorkItem& w, const OwnedCase& owned,
+                    const std::vector<const KernelEntry*>& kernels, const std::map<std::tuple<const KernelEntry*, size_t, std::string>, size_t>& index, std::mutex& journal_mu) {
   const double start = thread_cpu_seconds();
   CaseResult r;
   const LayerNormCase c = suite_case(cfg, w);
@@ -133,7 +133,7 @@ CaseResult run_item(const RunConfig& cfg, const WorkItem& w, const OwnedCase& ow
     if (!owned.families[f]) continue;
     const double family_start = thread_cpu_seconds();
     run_family(cfg, w, c, f, kernels, index, journal_mu, r);
-    add_unit_seconds(cfg.shard.first_unit + family_units(cfg).unit(static_cast<int64_t>(owned.item), f), made + thread_cpu_seconds() - family_start);
+    add_unit_seconds(cfg.shard.first_unit + units.unit(static_cast<int64_t>(owned.item), f), made + thread_cpu_seconds() - family_start);
   }
   return r;
 }
@@ -266,6 +266,7 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   result.records = plan_records(cfg, kernels, index);
   const std::vector<WorkItem> items = per_op_items(cfg);
   const std::vector<OwnedCase> todo = owned_cases(cfg, items, kernels);
+  const FamilyUnits units = family_units(cfg);
   result.cases_planned = static_cast<int64_t>(todo.size());
   // Finished items wait in `pending` until every earlier item is merged: records are merged in
   // case order whatever the thread timing, and memory stays O(threads), not O(cases) (a sharded run
@@ -283,7 +284,7 @@ RunResult run_suite(const RunConfig& cfg, const std::function<void(int64_t, int6
   };
   auto worker = [&] {
     for (size_t k; !stop_requested() && (k = next++) < todo.size();) {
-      CaseResult item = run_item(cfg, items[todo[k].item], todo[k], kernels, index, journal_mu);
+      CaseResult item = run_item(cfg, units, items[todo[k].item], todo[k], kernels, index, journal_mu);
       // Must-pass failures only: known-weak kernels fail by design and report-only ones do not fail the run.
       count_finished(std::any_of(item.partials.begin(), item.partials.end(), [&](const CasePartial& p) {
         const Record& rec = result.records[p.record];  // expectation and known_weak are fixed before the workers start
@@ -328,7 +329,6 @@ OpFamilies live_families(const std::vector<const KernelEntry*>& kernels, DType d
 FamilyUnits family_units(const RunConfig& cfg) {
   std::array<bool, kOpFamilies> in_run{};
   for (Op op : cfg.ops) in_run[op_family_index(op)] = true;
-  for (const KernelEntry& k : cfg.extra_kernels) in_run[op_family_index(k.op)] = true;
   FamilyUnits u;
   for (int f = 0; f < kOpFamilies; ++f)
     if (in_run[f]) u.families.push_back(f);

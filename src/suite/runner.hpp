@@ -188,7 +188,7 @@ int64_t planned_cases(const RunConfig& cfg);
 std::vector<WorkItem> per_op_items(const RunConfig& cfg);
 
 /// The per-op section's shard units: one per case and op family of the run (the families of its
-/// ops and external kernels, in family order), item i's kernels of the run's k-th family being unit
+/// ops, in family order: an external kernel of an op not in cfg.ops is not run), item i's kernels of the run's k-th family being unit
 /// F i + k for F families (the default suite's LayerNorm and RMSNorm: 2i and 2i + 1). They share
 /// nothing but the case's inputs: each has its own oracle and its own records, so a shard can run
 /// any of them alone and `merge` joins them exactly.

@@ -6,6 +6,7 @@
 #include "core/float_format.hpp"
 #include "kernels/storage_runner.hpp"
 #include "ops/gemma_rmsnorm/gemma_rmsnorm_kernels.hpp"
+#include "oracles/certificate_accounting.hpp"
 #include "oracles/gain_split.hpp"
 
 namespace normcheck {
@@ -23,18 +24,14 @@ void add_halves(std::vector<CertifiedValue>& a, const std::vector<CertifiedValue
   for (size_t i = 0; i < a.size(); ++i) a[i] = oracle::certified_sum(a[i], b[i], dt);
 }
 
-/// The certificate of the combined outputs: the largest radius in ULPs of the dtype and the
-/// roundings left undecided (the stopping rule of the cascade, recomputed on the sums).
+/// The certificate of the combined outputs: the accounting of the cascade's stopping rule
+/// (oracles/certificate_accounting.hpp) recomputed on the sums.
 void recertify(oracle::CertifiedLayerNorm& r, DType dt) {
   const FloatFormat& fmt = *dtype_info(dt).format;
   r.max_err_ulps = 0;
   r.undecided_roundings = 0;
   for (const auto* values : {&r.y, &r.dx, &r.dgamma})
-    for (const CertifiedValue& v : *values) {
-      const double ulp = ulp_at(std::fabs(v.approx()), fmt);
-      r.max_err_ulps = std::max(r.max_err_ulps, v.unbounded() ? HUGE_VAL : v.rad_in(ulp));
-      if (!v.rounding_decided) ++r.undecided_roundings;
-    }
+    for (const CertifiedValue& v : *values) oracle::account_element(v, fmt, r);
   r.certified = r.max_err_ulps <= kRequiredUlpFraction;
 }
 
