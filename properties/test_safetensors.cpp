@@ -290,10 +290,10 @@ TEST(ContractGraph, AContractionThatGrowsIsRefusedUnlessAllowed) {
   EXPECT_TRUE(nlohmann::json::parse(slurp(out.string() + ".certificate.json")).at("parameters").at("growth").get<bool>());
 }
 
-TEST(ContractGraph, TheReadmeAndDocsContractCommandsRunAsPrinted) {
-  // Every `example-block` and `contract` command line of README.md and docs/qr-contraction.md, in
+TEST(ContractGraph, TheStatusPageAndDocsContractCommandsRunAsPrinted) {
+  // Every `example-block` and `contract` command line of docs/status.md and docs/qr-contraction.md, in
   // order, from a folder where build/ is this build and properties/ the source's.
-  for (const std::string doc : {"README.md", "docs/qr-contraction.md"}) {
+  for (const std::string doc : {"docs/status.md", "docs/qr-contraction.md"}) {
     const fs::path root = scratch() / ("contract_doc_" + fs::path(doc).stem().string());
     fs::remove_all(root);
     fs::create_directories(root);
