@@ -156,7 +156,7 @@ def test_a_planted_defect_fails_naming_its_worst_element(op):
     with pytest.raises(normcheck.NormcheckFailure) as failure:
         result.raise_for_failures()
     message = str(failure.value)
-    assert f"{op}/" in message and "worst element" in message and "error/bound" in message and "rebuild:" in message
+    assert f"{op}/" in message and "worst element" in message and "error/bound" in message and "replay:" in message
 
 
 def test_a_wrongly_shaped_output_is_a_kernel_failure():

@@ -178,6 +178,21 @@ class CheckResult:
             self.records = report[section]["records"]
         else:
             self.records = [r for r in report[section]["records"] if str(r.get("kernel", "")).startswith("python:")]
+        for r in self.records:  # no report file names these records: the replay is a Python line
+            wc = r.get("worst_case")
+            if isinstance(wc, dict) and "replay" in wc:
+                wc["replay"] = self._python_replay(r)
+
+    def _python_replay(self, record):
+        """The Python line that judges the record's worst case again (the kernel by its name)."""
+        wc = record.get("worst_case") or {}
+        kernel = str(record.get("kernel", "python:kernel")).split(":", 1)[-1]
+        if self.section == "records":
+            generator = record["property"].split("/", 1)[-1]
+            case = (f"normcheck.generate({generator!r}, {record['storage']!r}, {wc.get('case_seed')}, "
+                    f"max_elements={self.report['config']['shape']['max_elements']})")
+            return f"normcheck.judge({case}, {record['op']!r}, {kernel})"
+        return f"normcheck.check({kernel}, op={record['op']!r}, seed={self.report['config'].get('seed')})"
 
     @property
     def passed(self):
@@ -239,16 +254,15 @@ class CheckResult:
                 word = {"nan": "NaN", "inf": "+Inf", "-inf": "-Inf"}[got]
                 lines.append(f"  the kernel returned {word} where the exact value is finite: always a failure, whatever the bound")
             if self.section == "records":
-                lines.append(f"  rebuild: normcheck.generate({generator!r}, {record['storage']!r}, {wc.get('case_seed')}, "
-                             f"max_elements={self.report['config']['shape']['max_elements']})"
-                             + ("" if generator != "corpus" else "  (corpus: the case index is the seed)"))
+                lines.append(f"  replay: {self._python_replay(record)}" + ("" if generator != "corpus" else "  (corpus: the case index is the seed)"))
             else:
-                lines.append(f"  rebuild: the {self.section} section's case of seed {wc.get('case_seed')} "
-                             f"(check(..., op={record['op']!r}, seed={self.report['config'].get('seed')}) runs it again)")
+                lines.append(f"  replay: the {self.section} section's case of seed {wc.get('case_seed')}: "
+                             f"{self._python_replay(record)} runs it again")
         return "\n".join(lines)
 
     def raise_for_failures(self):
         """Raises NormcheckFailure naming the worst element when the check did not pass."""
+        __tracebackhide__ = True  # pytest: the failure points at the caller's line, not normcheck's frames
         if self.passed:
             return
         worst = self.worst()
@@ -256,7 +270,12 @@ class CheckResult:
         head = f"normcheck: {len(failing)} of {len(self.records)} records failed"
         if worst is None:
             raise NormcheckFailure(head + " (nothing was judged: the kernel declined or failed every case)")
-        raise NormcheckFailure(head + "; the worst:\n" + self.describe(worst))
+        # the first line is what pytest's short summary shows: the verdict and the worst record in it
+        ratio = ((worst.get("worst_case") or {}).get("element") or {}).get("bound_ratio")
+        summary = f"{worst.get('op')}/{worst.get('output')} {worst.get('storage')} {worst.get('verdict')}"
+        if ratio is not None:
+            summary += f", error/bound {ratio}"
+        raise NormcheckFailure(f"{head}, worst {summary}\n" + self.describe(worst))
 
     def __repr__(self):
         return f"<CheckResult {'PASSED' if self.passed else 'FAILED'}: {len(self.records)} records, {len(self.failing_records)} failing>"

@@ -4,6 +4,9 @@ distribution metadata that the build writes beside the package): no conftest, no
 - fixture ``normcheck``: ``normcheck(fn, **options)`` judges ``fn`` like ``normcheck.check`` and
   fails the test with the worst element's description (``testing.assert_accurate``) when it does not
   pass; returns the CheckResult.
+- fixture ``normcheck_check``: the same fixture under a name that does not hide the package in a
+  test module that also does ``import normcheck`` (there, a test parameter named ``normcheck`` is the
+  fixture, not the module);
 - marker ``@pytest.mark.normcheck(**options)``: defaults for the fixture's options in that test
   (``op``, ``dtypes``, ``suite``, ``cases``, ``generators``, ``framework``, ``device``, ...).
 
@@ -20,14 +23,25 @@ def pytest_configure(config):
         "of the normcheck fixture in this test")
 
 
-@pytest.fixture
-def normcheck(request):
-    """``normcheck(fn, **options)``: judge ``fn`` on the suite's cases; fail the test naming the worst element."""
+def _fixture(request):
     marker = request.node.get_closest_marker("normcheck")
     defaults = dict(marker.kwargs) if marker else {}
 
     def judge(fn, **options):
+        __tracebackhide__ = True  # pytest: the failure points at the test's line
         from normcheck.testing import assert_accurate  # noqa: PLC0415 (lazy: see the module docstring)
         return assert_accurate(fn, **{**defaults, **options})
 
     return judge
+
+
+@pytest.fixture
+def normcheck(request):
+    """``normcheck(fn, **options)``: judge ``fn`` on the suite's cases; fail the test naming the worst element."""
+    return _fixture(request)
+
+
+@pytest.fixture
+def normcheck_check(request):
+    """The fixture ``normcheck`` under a name that leaves ``import normcheck`` usable in the test."""
+    return _fixture(request)

@@ -54,4 +54,7 @@ py::dict case_dict(const LayerNormCase& c);
 /// Registers generate, row_generators and the reference functions (src/python/reference.cpp).
 void bind_reference(py::module_& m);
 
+/// Registers judge: one case's outputs judged element by element (src/python/judge.cpp).
+void bind_judge(py::module_& m);
+
 }  // namespace normcheck::python

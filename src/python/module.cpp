@@ -277,6 +277,7 @@ std::string check_section(const py::function& adapter, const std::string& name, 
 PYBIND11_MODULE(_normcheck, m) {
   m.doc() = "normcheck's native part: generators, the certified oracle, in-process judging (docs/python.md)";
   bind_reference(m);
+  bind_judge(m);
   m.def("check_kernel", &check_kernel, py::arg("adapter"), py::arg("name"), py::arg("op"), py::arg("dtypes"), py::arg("suite"),
         py::arg("cases"), py::arg("seed"), py::arg("generators"), py::arg("report_only"), py::arg("max_elements"),
         py::arg("contract") = "auto");
@@ -287,6 +288,7 @@ PYBIND11_MODULE(_normcheck, m) {
   m.attr("FAILING_VERDICTS") = failing;  // report/verdicts.hpp, the one list
   m.attr("MAX_CASE_ELEMENTS") = kMaxCaseElements;  // core/layernorm_case.hpp: what --max-elements allows
   m.def("op_outputs", [](const std::string& op) { return op_outputs(op_named(op)); });
+  m.def("op_names", [] { return op_name_list(); });  // the per-op ops, in the table's order
   m.def("op_inputs", [](const std::string& op) {  // (name, is a cotangent) in the spec's order
     std::vector<std::pair<std::string, bool>> out;
     for (const OpSlot& s : op_spec(op_named(op)).inputs) out.emplace_back(s.name, s.role == SlotRole::cotangent);

@@ -1,0 +1,115 @@
+"""normcheck.judge (issue 46): one case's outputs judged element by element with the bound `check`
+uses; the replay line of a record from Python judges that record's worst case again; the fixture
+under a name that leaves `import normcheck` usable; pytest shows the verdict in the summary line."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import normcheck
+
+
+def rounded_layer_norm(x, gamma, beta, eps, dtype):
+    x = np.asarray(x, dtype=np.float64)
+    y = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + eps) * gamma + beta
+    return normcheck.round_to(y, dtype)
+
+
+def one_pass_layer_norm(x, gamma, beta, eps):
+    """E[x^2] - E[x]^2 in the storage dtype: wrong on large means."""
+    mean = x.mean(axis=1, keepdims=True, dtype=x.dtype)
+    var = (x * x).mean(axis=1, keepdims=True, dtype=x.dtype) - mean * mean
+    return ((x - mean) / np.sqrt(np.maximum(var, 0) + x.dtype.type(eps)) * gamma + beta).astype(x.dtype)
+
+
+def test_a_correctly_rounded_kernel_passes_with_every_element_within_its_bound():
+    case = normcheck.generate("normal", "bf16", 11, rows=3, n=40)
+    j = normcheck.judge(case, "layernorm_forward", rounded_layer_norm)
+    assert j.passed, j.describe()
+    y = j.outputs["y"]
+    assert y["verdict"] == "pass" and y["exact"].shape == (3, 40)
+    assert not y["failing"].any() and np.all(y["error"] <= y["bound"])
+    # a correctly rounded kernel is the exact value's rounding: error below half an ULP of the output
+    assert np.array_equal(normcheck.round_to(y["exact"], "bf16"), y["exact"])
+    assert j.precision_bits >= 53 and j.oracle_max_err_ulps <= 1e-3
+    assert repr(j).startswith("<Judgement PASSED: layernorm_forward bf16 3 x 40, normal seed 11")
+
+
+def test_the_one_pass_variance_fails_naming_the_worst_element_in_hexfloat():
+    case = normcheck.generate("large_mean", "f32", 5, rows=4, n=64)
+    j = normcheck.judge(case, "layernorm_forward", one_pass_layer_norm(case["x"].astype(np.float32), case["gamma"].astype(np.float32),
+                                                                       case["beta"].astype(np.float32), case["eps"]))
+    assert not j.passed
+    y = j.outputs["y"]
+    assert y["verdict"] == "fail" and y["failing"].any()
+    k = int(y["worst_index"])
+    assert y["failing"].reshape(-1)[k] and y["error_over_bound"].reshape(-1)[k] == y["max_error_over_bound"] > 1
+    text = j.describe()
+    assert "y: fail" in text and "worst element (" in text and "0x1." in text, text
+    with pytest.raises(normcheck.NormcheckFailure):
+        j.raise_for_failures()
+
+
+def test_backward_outputs_by_name_and_the_gradients_of_the_parameters():
+    case = normcheck.generate("normal", "f64", 3, rows=2, n=16)
+    ref = normcheck.reference.rms_norm(case["x"], case["gamma"], case["eps"], "f64", dy=case["dy"])
+    exact = {name: ref[name]["rounded"] for name in ("dx", "dgamma")}
+    j = normcheck.judge(case, "rmsnorm_backward", exact)
+    assert j.passed and set(j.outputs) == {"dx", "dgamma"} and j.outputs["dgamma"]["exact"].shape == (16,)
+    wrong = dict(exact, dgamma=exact["dgamma"] * (1 + 2.0**-20))
+    assert normcheck.judge(case, "rmsnorm_backward", wrong).outputs["dgamma"]["verdict"] == "fail"
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda c: normcheck.judge(c, "layernorm_backward", {"dx": c["x"]}), "no output 'dgamma'"),
+    (lambda c: normcheck.judge({k: v for k, v in c.items() if k != "dy"}, "layernorm_backward", rounded_layer_norm), "'dy'"),
+    (lambda c: normcheck.judge(c, "layer_norm", c["x"]), "unknown op"),
+    (lambda c: normcheck.judge(c, "layernorm_forward", c["x"][:, :3]), "values, expected"),
+    (lambda c: normcheck.judge(dict(c, eps=0.0), "layernorm_forward", c["x"]), "eps"),
+    (lambda c: normcheck.judge(c, "layernorm_forward", c["x"] + 2.0**-40), "not a f32 value"),
+])
+def test_bad_cases_and_outputs_get_one_value_error(call, message):
+    case = normcheck.generate("normal", "f32", 1, rows=2, n=8)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        call(case)
+
+
+def test_the_replay_line_of_a_python_record_judges_its_worst_case_again():
+    result = normcheck.check(one_pass_layer_norm, dtypes=("f32",), suite="quick", generators=("large_mean",))
+    record = result.worst()
+    replay = record["worst_case"]["replay"]
+    assert replay.startswith("normcheck.judge(normcheck.generate('large_mean', 'f32', ") and "--report" not in replay, replay
+    assert all("--report" not in (r.get("worst_case") or {}).get("replay", "") for r in result.records)
+    again = eval(replay, {"normcheck": normcheck, "one_pass_layer_norm": one_pass_layer_norm})  # as printed
+    assert not again.passed
+    assert again.outputs["y"]["max_error_over_bound"] == pytest.approx(record["worst_case"]["element"]["bound_ratio"], rel=1e-12)
+
+
+def test_the_fixture_under_its_second_name_leaves_the_module_usable_and_the_summary_names_the_verdict(tmp_path):
+    test = tmp_path / "test_user.py"
+    test.write_text(textwrap.dedent("""
+        import numpy as np
+        import normcheck
+
+        def one_pass(x, gamma, beta, eps):
+            mean = x.mean(axis=1, keepdims=True, dtype=x.dtype)
+            var = (x * x).mean(axis=1, keepdims=True, dtype=x.dtype) - mean * mean
+            return ((x - mean) / np.sqrt(np.maximum(var, 0) + x.dtype.type(eps)) * gamma + beta).astype(x.dtype)
+
+        def test_uses_the_module_and_the_fixture(normcheck_check):
+            assert normcheck.round_to(np.array([1.0]), "bf16")[0] == 1.0   # the module, not the fixture
+            normcheck_check(one_pass, dtypes=("f32",), generators=("large_mean",), suite="quick")
+    """))
+    env = dict(os.environ, COLUMNS="400")  # pytest cuts the summary line at the terminal's width
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", str(test)], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=300, env=env)
+    out = run.stdout
+    assert run.returncode == 1, out + run.stderr
+    summary = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert len(summary) == 1 and "layernorm_forward/y f32 fail, error/bound" in summary[0], out
+    # __tracebackhide__: no frame of normcheck's package in the traceback, the test's line is there
+    assert "normcheck/check.py" not in out and "normcheck/testing.py" not in out and "pytest_plugin.py" not in out, out
+    assert "normcheck_check(one_pass" in out, out
