@@ -171,6 +171,24 @@ void sql(const fs::path& db, const char* statement) {
 
 }  // namespace
 
+// Issue 46: `history show` says what each night judged (kernels, suite, records); a history
+// written before the nights' kernels were kept still reads, its nights marked "(not recorded)".
+TEST(History, ShowListsTheKernelsEachNightJudged) {
+  const fs::path db = scratch() / "kernels_history.sqlite", night = scratch() / "kernels_night.json";
+  ASSERT_EQ(run_cli("run --suite quick --ops layernorm_forward,rmsnorm_forward --kernels two_pass,rms --dtypes f32 -q --out " + night.string()).exit_code, 0);
+  ASSERT_EQ(run_cli("history add " + night.string() + " --db " + db.string()).exit_code, 0);
+  const Outcome o = run_cli("history show --db " + db.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("kernels judged"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(" builtin\n"), std::string::npos) << o.out;  // every record of that night is a built-in kernel's
+  EXPECT_EQ(count_rows(db, "run_kernels"), 1);
+  sql(db, "DROP TABLE run_kernels");  // as a history of an earlier build
+  sql(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+  const Outcome old = run_cli("history show --db " + db.string());  // show opens it read-only: no table is created
+  ASSERT_EQ(old.exit_code, 0) << old.err;
+  EXPECT_NE(old.out.find("(not recorded)"), std::string::npos) << old.out;
+}
+
 // Issue 48 (low): a second add while another holds the write lock waits for it (it failed at once
 // with "database is locked": its deferred schema transaction could not upgrade to a write lock).
 TEST(History, AConcurrentAddWaitsForTheOtherInsteadOfFailing) {

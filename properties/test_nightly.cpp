@@ -504,6 +504,7 @@ TEST(Nightly, CatchesARegressionPlantedInAKernelAndKeepsEverythingInADatedFolder
   const Outcome history = run_cli("history show --db " + (dir / "planted" / "history.sqlite").string());
   EXPECT_EQ(history.exit_code, 0) << history.err;
   EXPECT_EQ(std::count(history.out.begin(), history.out.end(), '\n'), 2) << history.out;  // header and one run
+  EXPECT_NE(history.out.find("numpy_ln"), std::string::npos) << history.out;  // the kernel that night judged
   EXPECT_NE(slurp(dated / "report.html").find("id=\"trends\""), std::string::npos);
 }
 

@@ -62,10 +62,14 @@ int history_show_command(const HistoryOptions& o) {
     if (!std::filesystem::exists(o.db)) throw std::invalid_argument("history '" + o.db + "' does not exist");
     const nightly::History history(o.db, nightly::History::Access::read_only);
     if (o.record.empty()) {
-      std::printf("%-5s %-21s %-8s %-18s %-7s %s\n", "run", "start (UTC)", "suite", "git revision", "passed", "records");
-      for (const nightly::HistoryRun& r : history.runs())
-        std::printf("%-5lld %-21s %-8s %-18s %-7s %lld\n", static_cast<long long>(r.id), printable(r.start_time).c_str(),
-                    printable(r.suite).c_str(), printable(r.git_revision).c_str(), r.passed ? "yes" : "NO", static_cast<long long>(r.records));
+      std::printf("%-5s %-21s %-8s %-18s %-7s %-8s %s\n", "run", "start (UTC)", "suite", "git revision", "passed", "records", "kernels judged");
+      for (const nightly::HistoryRun& r : history.runs()) {
+        std::string kernels;
+        for (const std::string& k : r.kernels) kernels += (kernels.empty() ? "" : ", ") + printable(k);
+        std::printf("%-5lld %-21s %-8s %-18s %-7s %-8lld %s\n", static_cast<long long>(r.id), printable(r.start_time).c_str(),
+                    printable(r.suite).c_str(), printable(r.git_revision).c_str(), r.passed ? "yes" : "NO", static_cast<long long>(r.records),
+                    kernels.empty() ? "(not recorded)" : kernels.c_str());
+      }
       return kExitOk;
     }
     const std::vector<nightly::HistoryTrend> trends = history.trends();

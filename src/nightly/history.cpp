@@ -124,6 +124,9 @@ void History::open(const std::string& path, Access access) {
         "CREATE TABLE IF NOT EXISTS records(run_id INTEGER NOT NULL REFERENCES runs(id), section TEXT NOT NULL,"
         " identity TEXT NOT NULL, verdict TEXT, max_ulp REAL, max_ulp_normal REAL, rms_ulp REAL, max_bound_ratio REAL,"
         " PRIMARY KEY(run_id, section, identity));"
+        // added later under the same schema version: a table an older history lacks until its next add
+        "CREATE TABLE IF NOT EXISTS run_kernels(run_id INTEGER NOT NULL REFERENCES runs(id), kernel TEXT NOT NULL,"
+        " PRIMARY KEY(run_id, kernel));"
         "INSERT OR IGNORE INTO meta(key, value) VALUES('schema_version', '1');"
         "COMMIT;");
   }
@@ -153,6 +156,20 @@ History::~History() {
   sqlite3_close(impl_->db);
   delete impl_;
 }
+
+namespace {
+
+/// The kernels a report judged: every section's records' kernel names (a string field), sorted.
+std::set<std::string> kernels_of(const nlohmann::json& report) {
+  std::set<std::string> out;
+  for (const sections::Section* sec : sections::registry())
+    if (const auto* list = sec->records(report))
+      for (const auto& r : *list)
+        if (r.is_object() && r.contains("kernel") && r.at("kernel").is_string()) out.insert(r.at("kernel").get<std::string>());
+  return out;
+}
+
+}  // namespace
 
 int64_t History::add(const nlohmann::json& report, const std::string& report_text) {
   const nlohmann::json& run = report.at("run");
@@ -220,6 +237,13 @@ int64_t History::add(const nlohmann::json& report, const std::string& report_tex
       }
     }
     sqlite3_finalize(rec);
+    sqlite3_stmt* kern = impl_->prepare("INSERT OR IGNORE INTO run_kernels(run_id, kernel) VALUES(?,?)");
+    for (const std::string& k : kernels_of(report)) {
+      sqlite3_bind_int64(kern, 1, id);
+      sqlite3_bind_text(kern, 2, k.c_str(), -1, SQLITE_TRANSIENT);
+      impl_->step_done(kern);
+    }
+    sqlite3_finalize(kern);
     impl_->exec("COMMIT;");
     return id;
   } catch (...) {
@@ -240,7 +264,21 @@ std::vector<HistoryRun> History::runs() const {
   }
   sqlite3_finalize(s);
   impl_->check_read_to_the_end(rc);
+  add_run_kernels(out);
   return out;
+}
+
+void History::add_run_kernels(std::vector<HistoryRun>& runs) const {
+  sqlite3_stmt* k = nullptr;
+  // a history written before run_kernels existed, opened read-only: its nights have no kernel list
+  if (sqlite3_prepare_v2(impl_->db, "SELECT run_id, kernel FROM run_kernels ORDER BY run_id, kernel", -1, &k, nullptr) != SQLITE_OK) return;
+  std::map<int64_t, HistoryRun*> by_id;
+  for (HistoryRun& r : runs) by_id[r.id] = &r;
+  int rc = SQLITE_DONE;
+  while ((rc = sqlite3_step(k)) == SQLITE_ROW)
+    if (const auto it = by_id.find(sqlite3_column_int64(k, 0)); it != by_id.end()) it->second->kernels.push_back(column_text(k, 1));
+  sqlite3_finalize(k);
+  impl_->check_read_to_the_end(rc);
 }
 
 std::vector<HistoryTrend> History::trends() const {

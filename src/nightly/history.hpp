@@ -19,6 +19,9 @@ struct HistoryRun {
   std::string suite, seed, git_revision, start_time;
   bool passed = false, complete = false;
   int64_t records = 0;
+  /// The kernels the night judged (the records' kernel fields: builtin, plugin:NAME, serve:NAME, ...),
+  /// sorted; empty for a night added before the history kept them.
+  std::vector<std::string> kernels;
 };
 
 /// One record on one night.
@@ -60,6 +63,7 @@ class History {
 
  private:
   void open(const std::string& path, Access access);
+  void add_run_kernels(std::vector<HistoryRun>& runs) const;
   struct Impl;
   Impl* impl_;
 };
