@@ -108,6 +108,70 @@ TEST(BoundsExplain, AReportRecordsWorstCaseGetsTheRecordsBoundUnderTheSameIdenti
     EXPECT_NE(text.out.find(fact), std::string::npos) << fact;
 }
 
+TEST(BoundsExplain, ARecordOfAReportIsExplainedAtItsWorstElementEvenWhenPassingAndItsCaseIsNotInline) {
+  // Issue 46: a passing record keeps only generator, seed and digest; `--input REPORT --record K`
+  // regenerates its case as replay does, takes op, kernel, dtype and output from the record, explains
+  // its worst element under its own bound identifier and says whose observed error is printed.
+  const fs::path report = scratch() / "explain_record_run.json";
+  ASSERT_EQ(run_cli("run --kernels two_pass,rms --dtypes bf16 --generators normal,large_mean --cases 2 --ops layernorm_backward,rmsnorm_backward -q --out " +
+                    report.string()).exit_code, 0);
+  const auto records = nlohmann::json::parse(slurp(report)).at("records");
+  int explained = 0;
+  for (size_t k = 0; k < records.size(); ++k) {
+    const auto& rec = records.at(k);
+    if (rec.at("worst_case").is_null()) continue;
+    ASSERT_FALSE(rec.at("worst_case").at("inputs_inline").get<bool>()) << k;  // passing: nothing inline
+    const Outcome o = run_cli("bounds --json --input " + report.string() + " --record " + std::to_string(k));
+    ASSERT_EQ(o.exit_code, 0) << k << ": " << o.err;
+    const auto j = nlohmann::json::parse(o.out);
+    EXPECT_EQ(j.at("verdict_bound_id"), rec.at("bound_id")) << k;
+    EXPECT_EQ(j.at("op"), rec.at("op"));
+    EXPECT_EQ(j.at("kernel"), rec.at("variant"));
+    const auto& outputs = j.at("sample").at("outputs");
+    ASSERT_EQ(outputs.size(), 1u) << k;  // the record's output only
+    const auto& out = outputs.at(rec.at("output").get<std::string>());
+    const auto& worst = rec.at("worst_case").at("element");
+    EXPECT_EQ(out.at("explained").at("index"), worst.at("index")) << k;
+    EXPECT_EQ(out.at("explained").at("bound"), worst.at("bound")) << k;  // the record's bound, bit for bit
+    EXPECT_NE(j.at("observed_by").get<std::string>().find("the record's kernel"), std::string::npos);
+    ++explained;
+  }
+  EXPECT_EQ(explained, 10);  // LayerNorm dx, dgamma, dbeta and RMSNorm dx, dgamma on two generators
+  // The record fixes op, kernel and dtype: another one given is refused, as is a report without --record
+  // and a record of its own file whose case is not inline.
+  for (const std::string& args : {"bounds --input " + report.string() + " --record 0 --dtype f32",
+                                  "bounds --input " + report.string() + " --record 0 --output y",
+                                  "bounds --input " + report.string() + " --record 99999",
+                                  "bounds --input " + report.string(), std::string("bounds --record 0")}) {
+    const Outcome o = run_cli(args);
+    EXPECT_EQ(o.exit_code, 2) << args << "\n" << o.out;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << args << ": " << o.err;
+  }
+  const fs::path single = scratch() / "explain_record_passing.json";
+  std::ofstream(single) << records.at(0).dump();
+  const Outcome o = run_cli("bounds --op " + records.at(0).at("op").get<std::string>() + " --dtype bf16 --input " + single.string());
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("--record K"), std::string::npos) << o.err;
+}
+
+TEST(BoundsExplain, AnExternalKernelsRecordShowsItsRecordedErrorLabelledAsSuch) {
+  const fs::path report = scratch() / "explain_external_run.json";
+  const std::string exec = "/usr/bin/python3 " + std::string(NORMCHECK_SOURCE_DIR) + "/scripts/exec_example.py {dir}";
+  ASSERT_EQ(run_cli("run --exec '" + exec + "' --ops layernorm_forward --dtypes f32 --generators large_mean --cases 2 --invariance off -q --out " +
+                    report.string()).exit_code, 0);
+  const auto rec = nlohmann::json::parse(slurp(report)).at("records").at(0);
+  ASSERT_EQ(rec.at("kernel").get<std::string>().rfind("exec:", 0), 0u);
+  const Outcome o = run_cli("bounds --json --input " + report.string() + " --record 0");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j.at("kernel"), rec.at("kernel"));
+  EXPECT_EQ(j.at("verdict_bound_id"), rec.at("bound_id"));
+  const auto& y = j.at("sample").at("outputs").at("y");
+  EXPECT_EQ(y.at("observed_max_error_over_bound"), rec.at("worst_case").at("element").at("bound_ratio"));
+  EXPECT_NE(j.at("observed_by").get<std::string>().find("as the report recorded it"), std::string::npos) << j.at("observed_by");
+  EXPECT_EQ(y.at("explained").at("bound"), rec.at("worst_case").at("element").at("bound"));
+}
+
 TEST(BoundsExplain, NpyInputAndBadInputGetOneLine) {
   const fs::path npy = scratch() / "x.npy";
   ASSERT_EQ(run_shell("/usr/bin/python3 -c \"import numpy as np; np.save('" + npy.string() +

@@ -1,5 +1,7 @@
 // The normcheck command as a user meets it: bad input, reports, schema, replay, determinism.
 #include <gtest/gtest.h>
+
+#include <regex>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -240,6 +242,20 @@ TEST(Cli, SearchReportsRatiosAndWritesACorpus) {
   EXPECT_NE(o.out.find("layernorm_forward"), std::string::npos);
   const std::string written = slurp(corpus);
   EXPECT_NE(written.find("op=layernorm_forward output=y variant=two_pass dtype=f64 rows=1 n=8"), std::string::npos);
+  EXPECT_NE(o.out.find("1 cases added, 0 replaced, 0 kept"), std::string::npos) << o.out;
+  // A search never replaces a harder case of the corpus by an easier one (issue 46: it replaced a
+  // case of ratio 0.9977 by one of 0.7838) unless asked with --replace.
+  const std::regex ratio_re("ratio=[^ ]+");
+  std::ofstream(corpus) << std::regex_replace(written, ratio_re, "ratio=2");  // harder than any sound case (<= 1)
+  const std::string search = "search --kernels two_pass --dtypes f64 --rows 1 --n 8 --restarts 1 --iterations 5 --seed 9 --out " + corpus.string();
+  const Outcome again = run_cli(search);
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("0 cases added, 0 replaced, 1 kept"), std::string::npos) << again.out;
+  EXPECT_NE(slurp(corpus).find(" ratio=2 "), std::string::npos);
+  const Outcome replaced = run_cli(search + " --replace");
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.out << replaced.err;
+  EXPECT_NE(replaced.out.find("0 cases added, 1 replaced, 0 kept"), std::string::npos) << replaced.out;
+  EXPECT_EQ(slurp(corpus).find(" ratio=2 "), std::string::npos);
   EXPECT_EQ(run_cli("search --dtypes f7").exit_code, 2);
   EXPECT_EQ(run_cli("search --rows 0").exit_code, 2);
 }

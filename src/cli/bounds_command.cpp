@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <functional>
 #include <cstdio>
 #include <numeric>
 
@@ -15,6 +16,7 @@
 #include "io/case_json.hpp"
 #include "io/json_input.hpp"
 #include "ops/op_kernels.hpp"
+#include "sections/replay_support.hpp"
 #include "suite/judge.hpp"
 
 namespace normcheck::cli {
@@ -27,8 +29,7 @@ const KernelEntry* kernel_of(const BoundsOptions& o) {
 }
 
 /// Summary of a bound vector on the sample: max, median, max relative to |value|, void count.
-nlohmann::json sample_summary(const TensorBound& b, const std::vector<CertifiedValue>& ref,
-                              const OutputJudgement& observed) {
+nlohmann::json sample_summary(const TensorBound& b, const std::vector<CertifiedValue>& ref, const nlohmann::json& observed) {
   std::vector<double> finite;
   double max_rel = 0;
   int64_t voids = 0;
@@ -48,7 +49,7 @@ nlohmann::json sample_summary(const TensorBound& b, const std::vector<CertifiedV
           {"median_bound", finite.empty() ? 0.0 : finite[finite.size() / 2]},
           {"max_bound_over_abs_value", max_rel},
           {"bounds", hex_array(b.bound)},
-          {"observed_max_error_over_bound", json_number(observed.own.max_rigor_ratio())}};
+          {"observed_max_error_over_bound", observed}};
 }
 
 nlohmann::json terms_json(const std::vector<BoundTerm>& terms) {
@@ -134,6 +135,7 @@ void print_text(const nlohmann::json& j) {
                 name.c_str(), s["max_bound"].get<double>(), s["median_bound"].get<double>(),
                 s["max_bound_over_abs_value"].get<double>(), s["void"].get<long long>(), s["elements"].get<long long>(),
                 s["observed_max_error_over_bound"].dump().c_str());
+  std::printf("  (observed: %s)\n", j["observed_by"].get<std::string>().c_str());
   std::printf("explained (the largest bound of each output; --element I for another; every element's bound: --json):\n");
   for (const auto& [name, s] : j["sample"]["outputs"].items()) print_explanation(name, s["explained"], j["storage"].get<std::string>());
 }
@@ -182,7 +184,12 @@ LayerNormCase bounds_case(const BoundsOptions& o, const KernelEntry& k) {
   } else {
     try {
       const nlohmann::json j = read_json_file(o.input);
-      c = case_from_json(j.is_object() && j.contains("worst_case") ? j.at("worst_case") : j);
+      const nlohmann::json& wc = j.is_object() && j.contains("worst_case") ? j.at("worst_case") : j;
+      if (wc.is_object() && !wc.contains("x") && wc.contains("case_seed"))
+        throw std::invalid_argument("the record's case is not inline (a passing record keeps its generator and seed): give the report "
+                                    "and the record, --input REPORT.json --record K, and bounds regenerates it");
+      if (j.is_object() && j.contains("records")) throw std::invalid_argument("this is a report: name one of its records with --record K");
+      c = case_from_json(wc);
     } catch (const std::exception& e) {
       throw std::invalid_argument(describe_input_error(o.input, e));
     }
@@ -194,9 +201,139 @@ LayerNormCase bounds_case(const BoundsOptions& o, const KernelEntry& k) {
   return c;
 }
 
+/// A report's record as what `bounds` explains: the options it fixes (op, kernel, dtype, output,
+/// the worst element), its case, and for an external kernel's record the kernel's identity (bounds
+/// cannot call that kernel: the observed error is the recorded worst element's).
+struct RecordSubject {
+  BoundsOptions o;
+  LayerNormCase c;
+  std::optional<KernelEntry> external;
+  nlohmann::json worst_element;
+  std::string kernel, bound_id;
+};
+
+std::string text_at(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || !j.at(key).is_string()) throw std::invalid_argument(fmt::format("the record has no '{}'", key));
+  return j.at(key).get<std::string>();
+}
+
+RecordSubject record_subject(const BoundsOptions& given) {
+  if (given.input.empty()) throw std::invalid_argument("--record K needs --input REPORT.json, the report that holds record K");
+  nlohmann::json report;
+  try {
+    report = read_json_file(given.input);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(describe_input_error(given.input, e));
+  }
+  if (!report.is_object() || !report.contains("records") || !report.at("records").is_array())
+    throw std::invalid_argument(fmt::format("--record K needs a report as --input: '{}' has no records array", printable(given.input)));
+  const nlohmann::json& rec = sections::record_with_worst_case(&report.at("records"), *given.record, "record");
+  RecordSubject s{given, {}, std::nullopt, rec.at("worst_case").value("element", nlohmann::json()), text_at(rec, "kernel"), text_at(rec, "bound_id")};
+  const auto fix = [&](const char* option, std::string& field, const std::string& value) {
+    if (std::find(given.given.begin(), given.given.end(), option) != given.given.end() && field != value)
+      throw std::invalid_argument(fmt::format("record {} is {} {}: {} {} names another (leave it out)", *given.record, option + 2, value, option, field));
+    field = value;
+  };
+  fix("--op", s.o.op, text_at(rec, "op"));
+  fix("--dtype", s.o.dtype, text_at(rec, "storage"));
+  const std::string output = text_at(rec, "output");
+  if (!s.o.output.empty() && s.o.output != output)
+    throw std::invalid_argument(fmt::format("record {} is output {}: --output {} names another", *given.record, output, s.o.output));
+  s.o.output = output;
+  if (!s.o.element && s.worst_element.is_object() && s.worst_element.contains("index")) s.o.element = s.worst_element.at("index").get<int64_t>();
+  const std::optional<Op> op = parse_op(s.o.op);
+  const std::optional<DType> dt = parse_dtype(s.o.dtype);
+  if (!op || !dt) throw std::invalid_argument(fmt::format("record {} has op '{}' and dtype '{}': not a per-op record this build knows", *given.record, s.o.op, s.o.dtype));
+  if (is_external_kernel_name(s.kernel)) {
+    const std::optional<DType> accum = parse_dtype(text_at(rec, "accum"));
+    KernelEntry k{s.kernel, text_at(rec, "variant"), *op, *dt, accum ? *accum : dtype_info(*dt).default_accum, false, {}};
+    if (rec.contains("contract") && rec.at("contract").is_object()) {
+      const std::string chosen = rec.at("contract").value("chosen", std::string());
+      k.contract = chosen == "auto" ? "" : chosen;
+    }
+    s.external = k;
+  } else {
+    fix("--kernel", s.o.variant, text_at(rec, "variant"));
+  }
+  s.c = sections::per_op_worst_case(report, rec.at("worst_case"), *dt);
+  return s;
+}
+
+/// The bounds of one kernel on one case, explained (text or JSON). `observed(i)` is what output i's
+/// "observed error/bound" is, `observed_by` says whose.
+int explain_bounds(const BoundsOptions& o, const KernelEntry& k, const LayerNormCase& c, const std::string& input,
+                   const std::function<nlohmann::json(size_t, const std::vector<OutputJudgement>&)>& observed, const std::string& observed_by,
+                   bool run_kernel) {
+  const ToleranceEntry& t = tolerance_for(k);
+  const BoundModel m = own_bound_model(t, k);
+  const auto ref = certified_reference(k.op, c, is_backward(k.op));
+  const std::vector<OutputJudgement> judged = run_kernel ? judge_case(k, c, ref) : std::vector<OutputJudgement>{};
+  nlohmann::json outputs;
+  const std::vector<TensorBound> bounds = bounds_for(k.op, c, ref, m);
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    const std::string& name = op_outputs(k.op)[i];
+    if (!o.output.empty() && name != o.output) continue;
+    const TensorBound& b = bounds[i];
+    if (o.element && (*o.element < 0 || static_cast<size_t>(*o.element) >= b.bound.size())) {
+      print_error(fmt::format("--element {} is outside {} ({} elements)", *o.element, name, b.bound.size()));
+      return kExitBadInput;
+    }
+    outputs[name] = sample_summary(b, reference_of(ref, name), observed(i, judged));
+    outputs[name]["explained"] = explanation_json(explain_bound(c, ref, m, name, b, explained_element(b, o.element)));
+  }
+  nlohmann::json constants = nlohmann::json::array();
+  for (const NamedConstant& nc : bound_constants(m, c.n, c.rows))
+    constants.push_back({{"name", nc.name}, {"meaning", nc.meaning}, {"value", nc.value}, {"hex", hexfloat(nc.value)}});
+  const nlohmann::json j = {{"bound_id", bound_label(m)}, {"verdict_bound_id", bound_label(verdict_bound_model(t, k))},
+                            {"op", std::string(op_name(k.op))}, {"kernel", is_external_kernel(k) ? k.kernel : k.variant},
+                            {"storage", std::string(dtype_info(m.storage).name)},
+                            {"accum", std::string(dtype_info(m.accum).name)}, {"n", c.n}, {"rows", c.rows},
+                            {"formula", bound_formula(m, is_backward(k.op))}, {"constants", constants},
+                            {"observed_by", observed_by},
+                            {"sample", {{"input", input}, {"generator", o.input.empty() ? o.generator : c.generator},
+                                        {"seed", std::to_string(o.input.empty() ? o.seed : c.seed)}, {"eps", hexfloat(c.eps)},
+                                        {"outputs", outputs}}}};
+  if (o.json)
+    std::printf("%s\n", j.dump(1).c_str());
+  else
+    print_text(j);
+  return kExitOk;
+}
+
+/// `bounds --input REPORT --record K`: the record's bound on its own case, at its worst element.
+int record_bounds(const BoundsOptions& given) {
+  RecordSubject s;
+  try {
+    s = record_subject(given);
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return kExitBadInput;
+  }
+  const std::string input = fmt::format("{}, record {} (case seed {})", given.input, *given.record, s.c.seed);
+  if (s.external) {  // its bound is the contract's; its error is the one the report recorded
+    if (const std::string here = bound_label(verdict_bound_model(tolerance_for(*s.external), *s.external)); here != s.bound_id) {
+      print_error(fmt::format("record {} was judged by {}; this build's bound for it is {} (another normcheck version)", *given.record, s.bound_id, here));
+      return kExitBadInput;
+    }
+    const nlohmann::json recorded = s.worst_element.is_object() ? s.worst_element.value("bound_ratio", nlohmann::json()) : nlohmann::json();
+    return explain_bounds(s.o, *s.external, s.c, input, [&](size_t, const std::vector<OutputJudgement>&) { return recorded; },
+                          fmt::format("the record's worst element, {} as the report recorded it (bounds does not call external kernels)", s.kernel),
+                          false);
+  }
+  const KernelEntry* k = kernel_of(s.o);
+  if (!k) {
+    print_error(unknown_part(s.o));
+    return kExitBadInput;
+  }
+  return explain_bounds(s.o, *k, s.c, input,
+                        [](size_t i, const std::vector<OutputJudgement>& j) { return json_number(j[i].own.max_rigor_ratio()); },
+                        fmt::format("the record's kernel, builtin {}, run again on the record's case", k->variant), true);
+}
+
 }  // namespace
 
 int bounds_command(const BoundsOptions& o) {
+  if (o.record) return record_bounds(o);
   if (const std::string unknown = unknown_part(o); !unknown.empty()) {
     print_error(unknown);
     return kExitBadInput;
@@ -218,40 +355,10 @@ int bounds_command(const BoundsOptions& o) {
     print_error(e.what());
     return kExitBadInput;
   }
-  const ToleranceEntry& t = tolerance_for(*k);
-  const BoundModel m = own_bound_model(t, *k);
-  const auto ref = certified_reference(k->op, c, is_backward(k->op));
-  const auto judged = judge_case(*k, c, ref);
-  nlohmann::json outputs;
-  const std::vector<TensorBound> bounds = bounds_for(k->op, c, ref, m);
-  for (size_t i = 0; i < bounds.size(); ++i) {
-    const std::string& name = op_outputs(k->op)[i];
-    if (!o.output.empty() && name != o.output) continue;
-    const TensorBound& b = bounds[i];
-    if (o.element && (*o.element < 0 || static_cast<size_t>(*o.element) >= b.bound.size())) {
-      print_error(fmt::format("--element {} is outside {} ({} elements)", *o.element, name, b.bound.size()));
-      return kExitBadInput;
-    }
-    outputs[name] = sample_summary(b, reference_of(ref, name), judged[i]);
-    outputs[name]["explained"] = explanation_json(explain_bound(c, ref, m, name, b, explained_element(b, o.element)));
-  }
-  nlohmann::json constants = nlohmann::json::array();
-  for (const NamedConstant& nc : bound_constants(m, c.n, c.rows))
-    constants.push_back({{"name", nc.name}, {"meaning", nc.meaning}, {"value", nc.value}, {"hex", hexfloat(nc.value)}});
   const std::string input = o.input.empty() ? fmt::format("generator {}, seed {}", o.generator, o.seed) : o.input;
-  const nlohmann::json j = {{"bound_id", bound_label(m)}, {"verdict_bound_id", bound_label(verdict_bound_model(t, *k))},
-                            {"op", o.op}, {"kernel", o.variant},
-                            {"storage", std::string(dtype_info(m.storage).name)},
-                            {"accum", std::string(dtype_info(m.accum).name)}, {"n", c.n}, {"rows", c.rows},
-                            {"formula", bound_formula(m, is_backward(k->op))}, {"constants", constants},
-                            {"sample", {{"input", input}, {"generator", o.input.empty() ? o.generator : c.generator},
-                                        {"seed", std::to_string(o.input.empty() ? o.seed : c.seed)}, {"eps", hexfloat(c.eps)},
-                                        {"outputs", outputs}}}};
-  if (o.json)
-    std::printf("%s\n", j.dump(1).c_str());
-  else
-    print_text(j);
-  return kExitOk;
+  return explain_bounds(o, *k, c, input,
+                        [](size_t i, const std::vector<OutputJudgement>& j) { return json_number(j[i].own.max_rigor_ratio()); },
+                        fmt::format("the built-in kernel {} run on this input, against this bound", k->variant), true);
 }
 
 }  // namespace normcheck::cli

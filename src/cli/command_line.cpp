@@ -101,7 +101,10 @@ void add_search_options(CLI::App& s, SearchOptions& o) {
   s.add_option("--seed", o.seed, "search seed")->check(kSeed);
   s.add_option("--restarts", o.restarts, "random restarts")->check(CLI::Range(1, 10000));
   s.add_option("--iterations", o.iterations, "hill-climbing steps per restart")->check(CLI::Range(0, 1000000));
-  s.add_option("--out", o.out, "corpus file to merge the worst cases into");
+  s.add_option("--out", o.out, "corpus file to merge the worst cases into (a case replaces one of the same op, output, kernel, "
+               "dtype and shape only when its ratio is higher)");
+  s.add_flag("--replace", o.replace, "with --out: found cases replace those of the same key even when their ratio is lower "
+             "(after a bound changed: the ratios written before are no longer comparable)");
   s.add_flag("--structured", o.structured,
              "write the structured adversarial cases and tracker inputs to --out (properties/corpus/structured.txt)");
 }
@@ -121,6 +124,10 @@ void add_bounds_options(CLI::App& b, BoundsOptions& o) {
   b.add_option("--eps", o.eps, "eps of a .npy input (default 1e-5)");
   b.add_option("--element", o.element, "flat index of the element to explain in each output (default: its largest bound)");
   b.add_option("--output", o.output, "the one output to show and explain (y; dx, dgamma, dbeta): --element is its index");
+  b.add_option("--record", o.record,
+               "record K of the report given with --input: its op, kernel, dtype, output and worst element, the case "
+               "regenerated from its seed when the report does not hold it (as replay does)")
+      ->check(CLI::NonNegativeNumber);
 }
 
 void add_contract_options(CLI::App& c, ContractOptions& o) {

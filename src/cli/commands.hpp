@@ -34,6 +34,7 @@ struct SearchOptions {
   int restarts = 6, iterations = 300;
   std::string out;  ///< corpus file to merge the worst cases into (empty: none)
   bool structured = false;  ///< write the structured adversarial cases to `out` instead of searching
+  bool replace = false;     ///< a found case replaces a corpus case of the same key even when its ratio is lower
 };
 
 struct BiasOptions {
@@ -53,6 +54,10 @@ struct BoundsOptions {
   double eps = 1e-5;               ///< eps of a .npy input
   std::optional<int64_t> element;  ///< the element to explain (default: each output's largest bound)
   std::string output;              ///< the one output to explain (default: every output of the op)
+  /// --record K: record K of the report given with --input; its op, kernel, dtype, output, worst
+  /// element and case (regenerated from its seed when not inline, as replay does)
+  std::optional<int64_t> record;
+  std::vector<std::string> given;  ///< which of --op, --kernel, --dtype the command line gave (a record fixes them)
 };
 
 

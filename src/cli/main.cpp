@@ -114,7 +114,11 @@ int main(int argc, char** argv) {
     if (*cl.replay) return normcheck::cli::replay_command(cl.replay_opts);
     if (*cl.list) return normcheck::cli::list_command(cl.list_json);
     if (*cl.search) return normcheck::cli::search_command(cl.search_opts);
-    if (*cl.bounds) return normcheck::cli::bounds_command(cl.bounds_opts);
+    if (*cl.bounds) {
+      for (const char* name : {"--op", "--kernel", "--dtype"})
+        if (cl.bounds->count(name) > 0) cl.bounds_opts.given.emplace_back(name);
+      return normcheck::cli::bounds_command(cl.bounds_opts);
+    }
     if (*cl.bias) return normcheck::cli::bias_command(cl.bias_opts);
     if (*cl.bench) return normcheck::cli::bench_external_command(cl.bench_opts);
     if (*cl.bench_oracle) return normcheck::cli::bench_oracle_command(cl.bench_oracle_opts);

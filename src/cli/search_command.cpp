@@ -78,13 +78,16 @@ int search_command(const SearchOptions& o) {
         }
       }
   if (!o.out.empty()) {
+    CorpusMerge m;
     try {
-      merge_into_corpus(o.out, found);
+      m = merge_into_corpus(o.out, found, o.replace);
     } catch (const std::exception& e) {
       print_error(e.what());
       return kExitBadInput;
     }
-    std::printf("corpus: %zu cases merged into %s\n", found.size(), o.out.c_str());
+    std::printf("corpus %s: %lld cases added, %lld replaced, %lld kept (the corpus's case was at least as hard%s)\n", o.out.c_str(),
+                static_cast<long long>(m.added), static_cast<long long>(m.replaced), static_cast<long long>(m.kept),
+                o.replace ? "; --replace: none kept" : "; --replace replaces them");
   }
   if (violated) std::printf("BOUND VIOLATED: a case exceeds its own a priori bound (see the corpus)\n");
   return violated ? kExitCheckFailed : kExitOk;

@@ -60,15 +60,27 @@ void write_corpus(const std::string& path, const std::vector<CorpusEntry>& entri
   if (!out) throw std::runtime_error("cannot write corpus '" + path + "'");
 }
 
-void merge_into_corpus(const std::string& path, const std::vector<CorpusEntry>& entries) {
+CorpusMerge merge_into_corpus(const std::string& path, const std::vector<CorpusEntry>& entries, bool replace_easier) {
   std::map<std::string, CorpusEntry> by_key;
   if (std::ifstream(path).good())
     for (auto& e : read_corpus(path)) by_key[key_of(e)] = e;
-  for (const auto& e : entries) by_key[key_of(e)] = e;
+  CorpusMerge m;
+  for (const auto& e : entries) {
+    const auto [it, added] = by_key.try_emplace(key_of(e), e);
+    if (added) {
+      ++m.added;
+    } else if (replace_easier || e.ratio > it->second.ratio) {
+      it->second = e;
+      ++m.replaced;
+    } else {
+      ++m.kept;
+    }
+  }
   std::ofstream out(path);
   if (!out) throw std::runtime_error("cannot write corpus '" + path + "'");
   out << kHeader;
   for (const auto& [key, e] : by_key) out << corpus_line(e) << '\n';
+  return m;
 }
 
 }  // namespace normcheck

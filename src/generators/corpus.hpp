@@ -46,7 +46,14 @@ void write_corpus(const std::string& path, const std::vector<CorpusEntry>& entri
 /// One corpus line (no newline).
 std::string corpus_line(const CorpusEntry& e);
 
-/// Writes entries, replacing existing ones with the same (op, output, variant, dtype, rows, n), sorted.
-void merge_into_corpus(const std::string& path, const std::vector<CorpusEntry>& entries);
+/// What a merge did to the corpus file: cases added (a new key), replaced (a higher ratio, or any
+/// with `replace_easier`), kept (the file's case of that key was at least as hard).
+struct CorpusMerge {
+  int64_t added = 0, replaced = 0, kept = 0;
+};
+
+/// Merges entries into the corpus file, sorted by (op, output, variant, dtype, rows, n): a found case
+/// never replaces a harder one of the same key (a higher or equal ratio) unless `replace_easier`.
+CorpusMerge merge_into_corpus(const std::string& path, const std::vector<CorpusEntry>& entries, bool replace_easier = false);
 
 }  // namespace normcheck

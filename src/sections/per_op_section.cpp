@@ -175,23 +175,6 @@ RunResult fold_shard_items(const std::vector<nightly::ShardReport>& shards, cons
   return r;
 }
 
-/// The worst case's inputs: inline when present, else regenerated from its seed and checked by digest.
-LayerNormCase worst_case_of(const json& report, const json& wc, DType dtype) {
-  LayerNormCase c;
-  if (wc.contains("x")) {
-    c = case_from_json(wc);
-  } else {
-    const RunConfig cfg = config_from_report(report);
-    c = gen::make_layernorm_case(wc.at("generator").get<std::string>(), dtype, parse_decimal_u64(wc.at("case_seed").get<std::string>(), "case_seed"),
-                                 cfg.shape);
-    c.eps = parse_hexfloat(wc.at("eps").get<std::string>());
-  }
-  if (std::to_string(case_digest(c)) != wc.at("digest").get<std::string>())
-    throw std::invalid_argument("case inputs do not match the recorded digest (edited report or other build)");
-  if (auto err = validate_case(c, true)) throw std::invalid_argument("invalid case in report: " + *err);
-  return c;
-}
-
 class PerOpSection final : public Section {
  public:
   std::string_view key() const override { return "records"; }
@@ -290,7 +273,7 @@ class PerOpSection final : public Section {
       const auto op = parse_op(rec.at("op").get<std::string>());
       const auto storage = parse_dtype(rec.at("storage").get<std::string>());
       if (!op || !storage) throw std::invalid_argument("record names an unknown op or dtype");
-      c = worst_case_of(report, rec.at("worst_case"), *storage);
+      c = per_op_worst_case(report, rec.at("worst_case"), *storage);
       ref = certified_reference(*op, c, is_backward(*op));
       if (!o.dump.empty()) {
         dump_case(o.dump, *op, c, ref, rec, rec.at("worst_case").value("replay", std::string()));

@@ -5,7 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "generators/generators.hpp"
 #include "io/case_json.hpp"
+#include "io/json_input.hpp"
+#include "report/report.hpp"
 #include "sections/options.hpp"
 
 namespace normcheck::sections {
@@ -33,6 +36,23 @@ int report_replay(const OutputJudgement& j, const nlohmann::json& recorded) {
   const bool same = hexfloat(w.got) == recorded.at("kernel").get<std::string>() && w.index == recorded.at("index").get<int64_t>();
   std::printf("%s\n", same ? "replay reproduces the recorded worst element" : "replay DIFFERS from the recorded worst element");
   return same ? kExitOk : kExitCheckFailed;
+}
+
+/// The worst case's inputs: inline when present, else regenerated from its seed and checked by digest.
+LayerNormCase per_op_worst_case(const nlohmann::json& report, const nlohmann::json& wc, DType dtype) {
+  LayerNormCase c;
+  if (wc.contains("x")) {
+    c = case_from_json(wc);
+  } else {
+    const RunConfig cfg = config_from_report(report);
+    c = gen::make_layernorm_case(wc.at("generator").get<std::string>(), dtype, parse_decimal_u64(wc.at("case_seed").get<std::string>(), "case_seed"),
+                                 cfg.shape);
+    c.eps = parse_hexfloat(wc.at("eps").get<std::string>());
+  }
+  if (std::to_string(case_digest(c)) != wc.at("digest").get<std::string>())
+    throw std::invalid_argument("case inputs do not match the recorded digest (edited report or other build)");
+  if (auto err = validate_case(c, true)) throw std::invalid_argument("invalid case in report: " + *err);
+  return c;
 }
 
 }  // namespace normcheck::sections

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/layernorm_case.hpp"
 #include "suite/judge.hpp"
 
 namespace normcheck::sections {
@@ -20,5 +21,10 @@ void print_value_line(const char* label, double v);
 /// ULP, then kernel, oracle and bound values) and whether it reproduces the recorded one
 /// (`recorded`: the worst_case.element object); exit code 0 when it does, 1 when it differs.
 int report_replay(const OutputJudgement& j, const nlohmann::json& recorded);
+
+/// A per-op record's worst case (`wc`, the record's worst_case) of `report`: its inputs inline when
+/// the report holds them, else regenerated from generator and seed under the report's shape; checked
+/// against the recorded digest. Throws std::invalid_argument with one line.
+LayerNormCase per_op_worst_case(const nlohmann::json& report, const nlohmann::json& wc, DType dtype);
 
 }  // namespace normcheck::sections
