@@ -234,6 +234,24 @@ TEST(Cli, BoundsPrintsFormulaConstantsAndSampleAsTextAndJson) {
   EXPECT_EQ(run_cli("bounds --n 0").exit_code, 2);
 }
 
+TEST(Cli, APassingRunSaysHowManyElementsItsBoundsLeaveLooseByAHundredPercent) {
+  // Issue 46: a passing record can hide a 2x error, legitimately, where the contract's arithmetic
+  // cannot resolve the row (large_mean_extreme in f32): the terminal says so, with the report's count.
+  const fs::path out = scratch() / "loose.json";
+  const Outcome o = run_cli("run --ops layernorm_forward --kernels two_pass --dtypes f32 --generators large_mean_extreme --cases 3 --out " +
+                            out.string());
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  int64_t loose = 0;
+  const nlohmann::json report = nlohmann::json::parse(slurp(out));
+  for (const auto& r : report.at("records")) loose += r.at("loose_elements").get<int64_t>();
+  ASSERT_GT(loose, 0);
+  EXPECT_NE(o.out.find("loose: " + std::to_string(loose) + " elements of 1 passing records have a bound of 100 % of |exact| or more"),
+            std::string::npos) << o.out;
+  const Outcome tight = run_cli("run --ops layernorm_forward --kernels two_pass --dtypes f32 --generators normal --cases 2 --out " +
+                                (scratch() / "tight.json").string());
+  EXPECT_EQ(tight.out.find("loose:"), std::string::npos) << tight.out;  // said only where it happens
+}
+
 TEST(Cli, SearchReportsRatiosAndWritesACorpus) {
   const fs::path corpus = scratch() / "corpus.txt";
   const Outcome o = run_cli("search --kernels two_pass --dtypes f64 --rows 1 --n 8 --restarts 2 --iterations 20 --out " +

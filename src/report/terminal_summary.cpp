@@ -103,6 +103,15 @@ void print_summary(const RunResult& r) {
                   std::string(op_name(static_cast<Op>(std::get<0>(k)))).c_str(), std::get<1>(k).c_str(), std::get<2>(k).c_str(),
                   std::string(dtype_info(static_cast<DType>(std::get<3>(k))).name).c_str(),
                   static_cast<long long>(row.kernel_failures), row.first_kernel_failure.c_str());
+  // Issue 46: a passing record can hide a 2x error, legitimately, where the bound admits 100 % of |exact|
+  int64_t loose = 0, loose_records = 0;
+  for (const Record& rec : r.records)
+    if (rec.acc.loose() > 0 && !rec.known_weak && rec.failed_cases == 0) loose += rec.acc.loose(), ++loose_records;
+  if (loose > 0)
+    std::printf("loose: %lld elements of %lld passing records have a bound of 100 %% of |exact| or more (the contract's\n"
+                "arithmetic cannot resolve the row: a sound kernel may be that far off there, and such an error passes;\n"
+                "the report's loose_elements; docs/bounds.md section 15.7)\n",
+                static_cast<long long>(loose), static_cast<long long>(loose_records));
   int64_t unjudged = 0;
   for (const auto& [k, row] : rows) unjudged += row.unjudged;
   if (unjudged > 0)
