@@ -142,6 +142,10 @@ TEST(History, RenderDrawsTheTrendWithThePlantedRegressionOnItsNight) {
   const std::string page = slurp(html);
   EXPECT_NE(page.find("id=\"trends\""), std::string::npos);
   EXPECT_NE(page.find("1 records regressed on some night"), std::string::npos);
+  // The trend's caption names the whole record (issue 46: titles were cut at 72 characters, where
+  // records differ: generator and output); the trends follow the summaries.
+  EXPECT_NE(page.find("<figcaption>records: " + kPlanted + "</figcaption>"), std::string::npos);
+  EXPECT_LT(page.find("id=\"summary\""), page.find("id=\"trends\""));
   // The regressed point is the third night's, named on hover.
   const size_t marked = page.find("class=\"regressed\"><title>2026-11-23T02:00:00Z");
   EXPECT_NE(marked, std::string::npos);

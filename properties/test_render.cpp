@@ -42,8 +42,15 @@ TEST(Render, SelfContainedWithSectionsAndCharts) {
   const bool passed = load_json(render_fixture_report()).at("run").at("passed").get<bool>();
   EXPECT_NE(html.find(passed ? "normcheck: PASSED" : "normcheck: FAILED"), std::string::npos);
   EXPECT_NE(html.find("complete run"), std::string::npos);
-  for (const char* section : {"id=\"summary\"", "id=\"histograms\"", "id=\"scatter\"", "id=\"worst\""})
-    EXPECT_NE(html.find(section), std::string::npos) << section;
+  // The verdict first (issue 46): the header's verdict, the per-kernel and per-op summaries, then the
+  // worst cases and the charts.
+  size_t previous = html.find(passed ? "normcheck: PASSED" : "normcheck: FAILED");
+  for (const char* section : {"id=\"kernels\"", "id=\"summary\"", "id=\"worst\"", "id=\"histograms\"", "id=\"scatter\""}) {
+    const size_t at = html.find("<h2 " + std::string(section));
+    ASSERT_NE(at, std::string::npos) << section;
+    EXPECT_LT(previous, at) << section;
+    previous = at;
+  }
   EXPECT_EQ(html.find("id=\"regressions\""), std::string::npos);
   for (const char* row : {"<td>layernorm_forward</td><td>f32</td>", "<td>rmsnorm_forward</td><td>bf16</td>",
                           "<td>linear_rmsnorm</td><td>f32</td>", "<td>grouped_norm:batch_norm</td><td>bf16</td>"})
@@ -82,6 +89,23 @@ TEST(Render, EscapesHostileStrings) {
   EXPECT_NE(html.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
   EXPECT_NE(html.find("&lt;svg onload=alert(3)&gt;"), std::string::npos);
   EXPECT_NE(html.find("&lt;b&gt;&amp;&lt;/b&gt;"), std::string::npos);
+}
+
+TEST(Render, ANewFailureShowsItsMagnitudesBesideItsVerdictChange) {
+  // Issue 46: the why column of a new failure said only "pass -> fail"; the numbers before and after
+  // (err/bound, ULPs) stand beside it.
+  const fs::path base = render_fixture_report();
+  nlohmann::json now = load_json(base);
+  const size_t i = regressable_record(now);
+  now["records"][i]["verdict"] = "fail";
+  now["records"][i]["max_bound_ratio"] = 3.5;
+  const std::string html = render_to(save_json(now, "now_failing.json"), "new_failure.html", "--diff " + base.string());
+  const std::string key = render::escape(nightly::record_identity(now["records"][i]));
+  const size_t row = html.find("<tr class=\"bad\"><td>new_failure</td><td>records</td><td>" + key + "</td>");
+  ASSERT_NE(row, std::string::npos) << html.substr(html.find("id=\"regressions\""), 3000);
+  const std::string cell = html.substr(row, html.find("</tr>", row) - row);
+  EXPECT_NE(cell.find("-&gt; fail<br>max err/bound "), std::string::npos) << cell;
+  EXPECT_NE(cell.find(" -&gt; 3.5; max ULP (normal outputs) "), std::string::npos) << cell;
 }
 
 TEST(Render, DiffHighlightsAPlantedRegression) {

@@ -218,10 +218,13 @@ std::string diff_section(const nightly::DiffResult& d, const RenderOptions& o) {
   h += change_groups_table(d);
   const size_t shown = std::min<size_t>(changed.size(), 300);
   h += "<table><tr><th>change</th><th>section</th><th>record</th><th>why</th></tr>";
-  for (size_t i = 0; i < shown; ++i)
-    h += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", change_css(changed[i]->change),
-                     nightly::change_name(changed[i]->change), escape(changed[i]->section), escape(changed[i]->key),
-                     escape(changed[i]->why));
+  for (size_t i = 0; i < shown; ++i) {
+    // a new failure's why is its verdict change: the magnitudes (err/bound, ULPs before and after) beside it
+    const nightly::RecordChange& c = *changed[i];
+    const std::string magnitudes = c.change == nightly::Change::new_failure ? c.details.substr(0, c.details.find('\n')) : "";
+    h += fmt::format("<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>", change_css(c.change), nightly::change_name(c.change),
+                     escape(c.section), escape(c.key), escape(c.why), magnitudes.empty() ? "" : "<br>" + escape(magnitudes));
+  }
   h += "</table>";
   if (shown < changed.size()) h += fmt::format("<p>\u2026 and {} more changes (normcheck diff lists them all)</p>", changed.size() - shown);
   return h;
@@ -237,17 +240,18 @@ std::string render_html(const nlohmann::json& report, const nightly::DiffResult*
     for (const nightly::RecordChange& c : diff->changes) changes[change_key(c.section, c.key)] = &c;
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>normcheck report " +
                   escape(o.report_name) + "</title><style>" + kStyle + "</style></head><body>\n";
+  // The verdict first (issue 46): the header's, the regressions against the base, the summaries per
+  // kernel and per op; the trends, worst cases and charts after.
   h += header(report, diff, o) + "<nav>" + std::string(diff ? "<a href=\"#regressions\">regressions</a>" : "") +
-       std::string(o.trends ? "<a href=\"#trends\">trends</a>" : "") +
-       "<a href=\"#summary\">summary</a><a href=\"#kernels\">per kernel</a><a href=\"#histograms\">ULP histograms</a><a href=\"#scatter\">error vs n</a>"
-       "<a href=\"#worst\">worst cases</a></nav>\n";
+       "<a href=\"#kernels\">per kernel</a><a href=\"#summary\">summary</a>" + std::string(o.trends ? "<a href=\"#trends\">trends</a>" : "") +
+       "<a href=\"#worst\">worst cases</a><a href=\"#histograms\">ULP histograms</a><a href=\"#scatter\">error vs n</a></nav>\n";
   if (diff) h += diff_section(*diff, o) + "\n";
-  if (o.trends) h += trend_section(*o.trends, o.history_name, o.trend_count) + "\n";
-  h += summary_section(records) + "\n";
   h += kernel_summary_section(records) + "\n";
+  h += summary_section(records) + "\n";
+  if (o.trends) h += trend_section(*o.trends, o.history_name, o.trend_count) + "\n";
+  h += worst_section(records, diff ? &changes : nullptr, o.worst_count) + "\n";
   h += histogram_section(records) + "\n";
   h += scatter_section(records, o.max_points_per_chart) + "\n";
-  h += worst_section(records, diff ? &changes : nullptr, o.worst_count) + "\n";
   return h + "<p style=\"color:#777\">normcheck render: self-contained; one inline script sorts and filters the tables, "
              "the page is complete without it.</p><script>" + kScript + "</script></body></html>\n";
 }

@@ -213,9 +213,8 @@ std::string trend_section(const std::vector<nightly::HistoryTrend>& trends, cons
     std::vector<TrendPoint> points;
     for (const nightly::HistoryPoint& p : t->points)
       points.push_back({p.run.start_time, p.max_bound_ratio.value_or(0), p.regressed});
-    std::string title = t->section + ": " + t->identity;
-    if (title.size() > 72) title = title.substr(0, 69) + "...";
-    h += "<figure>" + trend_svg(points, title) + "</figure>";
+    // the whole identity, wrapped under the chart: records differ at its end (generator, output)
+    h += "<figure>" + trend_svg(points, t->section) + "<figcaption>" + escape(t->section + ": " + t->identity) + "</figcaption></figure>";
   }
   if (shown.empty()) h += "<p>The history holds no record.</p>";
   return h + "</div>";
