@@ -150,6 +150,9 @@ TEST(History, RenderDrawsTheTrendWithThePlantedRegressionOnItsNight) {
   const size_t marked = page.find("class=\"regressed\"><title>2026-11-23T02:00:00Z");
   EXPECT_NE(marked, std::string::npos);
   EXPECT_EQ(page.find("class=\"regressed\"", marked + 1), std::string::npos);  // and only it
+  // It says which metrics regressed (the chart draws err/bound; the planted night also grew max ULP).
+  EXPECT_NE(page.find(">regressed (max_ulp, max err/bound)</text>"), std::string::npos);
+  EXPECT_NE(page.find("(regressed: max_ulp ", marked), std::string::npos);
   // In a real browser (as the report's own test does; skipped without chromium): the DOM keeps it.
   if (!fs::exists("/usr/bin/chromium")) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
   const fs::path home = scratch() / "chromium_home";
@@ -159,7 +162,7 @@ TEST(History, RenderDrawsTheTrendWithThePlantedRegressionOnItsNight) {
                                 html.string());
   ASSERT_EQ(dom.exit_code, 0) << dom.err;
   EXPECT_NE(dom.out.find("class=\"regressed\"><title>2026-11-23T02:00:00Z"), std::string::npos);
-  EXPECT_NE(dom.out.find(">regressed</text>"), std::string::npos);
+  EXPECT_NE(dom.out.find(">regressed (max_ulp, max err/bound)</text>"), std::string::npos);
 }
 
 }  // namespace

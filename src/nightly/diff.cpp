@@ -291,4 +291,8 @@ Change compare_records(const nlohmann::json& base, const nlohmann::json& now, co
   return classify("", "", base, now, t).change;
 }
 
+RecordChange classify_records(const nlohmann::json& base, const nlohmann::json& now, const DiffThresholds& t) {
+  return classify("", "", base, now, t);
+}
+
 }  // namespace normcheck::nightly

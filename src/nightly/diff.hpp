@@ -74,6 +74,8 @@ nlohmann::json diff_json(const DiffResult& d, const DiffThresholds& t);
 
 /// How one record changed from `base` to `now` (verdict and metrics fields as in reports).
 Change compare_records(const nlohmann::json& base, const nlohmann::json& now, const DiffThresholds& t);
+/// The same with what changed (RecordChange::why: the metrics that grew, before and after).
+RecordChange classify_records(const nlohmann::json& base, const nlohmann::json& now, const DiffThresholds& t);
 
 /// The key a record is matched by across reports (RecordChange::key), e.g. "layernorm_forward two_pass two_pass f16 f32 accuracy/normal y".
 std::string record_identity(const nlohmann::json& record);

@@ -325,8 +325,9 @@ std::vector<HistoryTrend> History::trends() const {
       return j;
     };
     for (size_t i = 1; i < t.points.size(); ++i) {
-      const Change c = compare_records(as_json(t.points[i - 1]), as_json(t.points[i]), thresholds);
-      t.points[i].regressed = c == Change::new_failure || c == Change::regression;
+      const RecordChange c = classify_records(as_json(t.points[i - 1]), as_json(t.points[i]), thresholds);
+      t.points[i].regressed = c.change == Change::new_failure || c.change == Change::regression;
+      if (t.points[i].regressed) t.points[i].regressed_why = c.why;
     }
     out.push_back(std::move(t));
   }

@@ -30,6 +30,7 @@ struct HistoryPoint {
   std::string verdict;
   std::optional<double> max_ulp, max_ulp_normal, rms_ulp, max_bound_ratio;
   bool regressed = false;  ///< a new failure or a regression against the previous night (diff's default thresholds)
+  std::string regressed_why{};  ///< what regressed: the metrics that grew, before and after (or the verdict change)
 };
 
 /// A record's trend: its section, identity (as `normcheck diff` names it) and one point per night.

@@ -212,7 +212,7 @@ std::string trend_section(const std::vector<nightly::HistoryTrend>& trends, cons
   for (const nightly::HistoryTrend* t : shown) {
     std::vector<TrendPoint> points;
     for (const nightly::HistoryPoint& p : t->points)
-      points.push_back({p.run.start_time, p.max_bound_ratio.value_or(0), p.regressed});
+      points.push_back({p.run.start_time, p.max_bound_ratio.value_or(0), p.regressed, p.regressed_why});
     // the whole identity, wrapped under the chart: records differ at its end (generator, output)
     h += "<figure>" + trend_svg(points, t->section) + "<figcaption>" + escape(t->section + ": " + t->identity) + "</figcaption></figure>";
   }

@@ -216,6 +216,22 @@ size_t thin_series(std::vector<ScatterSeries>& series, size_t cap) {
   return dropped;
 }
 
+/// The metric names of a regression's why ("max_ulp 3 -> 33; max err/bound 0.5 -> 5.5": " (max_ulp, max
+/// err/bound)"), for the label on the chart: the regression may be in a metric other than the one drawn.
+static std::string regressed_metrics(const std::string& why) {
+  std::string names;
+  for (size_t start = 0; start < why.size();) {
+    const size_t end = std::min(why.find("; ", start), why.size());
+    const std::string item = why.substr(start, end - start);
+    const size_t number = item.find_first_of("0123456789-");
+    std::string name = item.substr(0, number == std::string::npos ? item.size() : number);
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    if (!name.empty()) names += (names.empty() ? "" : ", ") + name;
+    start = end + 2;
+  }
+  return names.empty() ? "" : " (" + names + ")";
+}
+
 std::string trend_svg(const std::vector<TrendPoint>& points, const std::string& title) {
   const Frame f{48, 24, 420, 200};
   double y_hi = 0.5, y_lo = -4;  // log10 of max err/bound: 1e-4 .. at least 10^0.5
@@ -235,10 +251,10 @@ std::string trend_svg(const std::vector<TrendPoint>& points, const std::string& 
     const TrendPoint& p = points[i];
     out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"{}><title>{}: {}{}</title></circle>", x_at(i),
                        y_at(p.value), p.regressed ? 6 : 3, p.regressed ? "#c62828" : "#4a78b5", p.regressed ? " class=\"regressed\"" : "",
-                       escape(p.label), escape(format_value(p.value)), p.regressed ? " (regressed)" : "");
+                       escape(p.label), escape(format_value(p.value)), p.regressed ? " (regressed: " + escape(p.why) + ")" : "");
     if (p.regressed)
-      out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"reft\" text-anchor=\"middle\">regressed</text>", x_at(i),
-                         y_at(p.value) - 9);
+      out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"reft\" text-anchor=\"middle\">regressed{}</text>", x_at(i),
+                         y_at(p.value) - 9, escape(regressed_metrics(p.why)));
     if (points.size() <= 12 || i % ((points.size() + 11) / 12) == 0)
       out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tl\" text-anchor=\"middle\">{}</text>", x_at(i), f.bottom() + 12,
                          escape(p.label.size() >= 16 ? p.label.substr(5, 11) : p.label));  // "12-02T05:58" of an ISO time

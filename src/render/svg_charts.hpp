@@ -63,6 +63,7 @@ struct TrendPoint {
   std::string label;
   double value;
   bool regressed = false;
+  std::string why{};  ///< what regressed (the chart draws err/bound; the regression may be another metric)
 };
 
 /// A line chart of a record's max err/bound night by night (log y, the bound at 1 dashed), the nights
