@@ -48,7 +48,10 @@ TEST(BoundsExplain, TheForwardBoundRecomposesFromTheExplainedTermsAndTheSplitAdd
           // bound = arithmetic + store + slack
           EXPECT_NEAR(e.arithmetic + e.store + e.evaluation_slack, e.bound, 1e-12 * e.bound) << generator << " " << variant;
           // The forward bound of section 2.4/2.5 recomposed from the printed terms.
-          const double ga = std::fabs(c.gamma[static_cast<size_t>(e.col)]), g2 = gamma_k(2, u.ua);
+          // gamma_j as printed (issue 46: the auditor's recomputation needs only the printed terms)
+          const double ga = std::fabs(term(e.element_terms, "gamma_j")), g2 = gamma_k(2, u.ua);
+          EXPECT_EQ(term(e.element_terms, "gamma_j"), c.gamma[static_cast<size_t>(e.col)]);
+          EXPECT_EQ(term(e.element_terms, "beta_j"), c.beta[static_cast<size_t>(e.col)]);
           const double r = term(e.row_terms, "r"), dr = term(e.row_terms, "delta_r");
           const double d = term(e.element_terms, "|d_j|"), ed = term(e.element_terms, "e_d_j");
           const double e_t = ga * r * (d * dr + ed * (1 + dr)) * (1 + g2) + g2 * ga * d * r + u.eta_a * (1 + ga * (1 + g2));
@@ -170,6 +173,10 @@ TEST(BoundsExplain, AnExternalKernelsRecordShowsItsRecordedErrorLabelledAsSuch) 
   EXPECT_EQ(y.at("observed_max_error_over_bound"), rec.at("worst_case").at("element").at("bound_ratio"));
   EXPECT_NE(j.at("observed_by").get<std::string>().find("as the report recorded it"), std::string::npos) << j.at("observed_by");
   EXPECT_EQ(y.at("explained").at("bound"), rec.at("worst_case").at("element").at("bound"));
+  // The text says what the kernel is held to, in words.
+  const Outcome text = run_cli("bounds --input " + report.string() + " --record 0");
+  EXPECT_NE(text.out.find("accuracy target"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("not a proof about its arithmetic"), std::string::npos) << text.out;
 }
 
 TEST(BoundsExplain, NpyInputAndBadInputGetOneLine) {

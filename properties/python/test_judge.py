@@ -38,6 +38,12 @@ def test_a_correctly_rounded_kernel_passes_with_every_element_within_its_bound()
     assert repr(j).startswith("<Judgement PASSED: layernorm_forward bf16 3 x 40, normal seed 11")
 
 
+def test_a_generated_case_prints_as_the_call_that_rebuilds_it():
+    case = normcheck.generate("large_mean", "f32", 12345, max_elements=4096)
+    again = eval(repr(case), {"normcheck": normcheck})
+    assert again["digest"] == case["digest"] and len(repr(case)) < 100, repr(case)
+
+
 def test_the_one_pass_variance_fails_naming_the_worst_element_in_hexfloat():
     case = normcheck.generate("large_mean", "f32", 5, rows=4, n=64)
     j = normcheck.judge(case, "layernorm_forward", one_pass_layer_norm(case["x"].astype(np.float32), case["gamma"].astype(np.float32),
@@ -102,6 +108,14 @@ def test_the_fixture_under_its_second_name_leaves_the_module_usable_and_the_summ
         def test_uses_the_module_and_the_fixture(normcheck_check):
             assert normcheck.round_to(np.array([1.0]), "bf16")[0] == 1.0   # the module, not the fixture
             normcheck_check(one_pass, dtypes=("f32",), generators=("large_mean",), suite="quick")
+
+        from hypothesis import given, settings
+        from normcheck import strategies
+
+        @settings(max_examples=20, derandomize=True, database=None, deadline=None)
+        @given(strategies.layernorm_case(dtype="f32", generators=("large_mean",), max_elements=256))
+        def test_hypothesis_asserts_on_normchecks_bound(case):
+            normcheck.judge(case, "layernorm_forward", one_pass).raise_for_failures()
     """))
     env = dict(os.environ, COLUMNS="400")  # pytest cuts the summary line at the terminal's width
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", str(test)], capture_output=True, text=True,
@@ -109,7 +123,9 @@ def test_the_fixture_under_its_second_name_leaves_the_module_usable_and_the_summ
     out = run.stdout
     assert run.returncode == 1, out + run.stderr
     summary = [line for line in out.splitlines() if line.startswith("FAILED")]
-    assert len(summary) == 1 and "layernorm_forward/y f32 fail, error/bound" in summary[0], out
+    assert len(summary) == 2 and "layernorm_forward/y f32 fail, error/bound" in summary[0], out
+    # Hypothesis prints the falsifying case as the call that rebuilds it, not its arrays
+    assert "case=normcheck.generate('large_mean', 'f32', " in out and "'x': array(" not in out, out
     # __tracebackhide__: no frame of normcheck's package in the traceback, the test's line is there
     assert "normcheck/check.py" not in out and "normcheck/testing.py" not in out and "pytest_plugin.py" not in out, out
     assert "normcheck_check(one_pass" in out, out

@@ -79,6 +79,11 @@ BoundExplanation explain_bound(const LayerNormCase& c, const oracle::CertifiedLa
   if (!column_output) {
     if (m.stats == StatsModel::rms) add_rmsnorm_row_terms(c, ref, m, e);
     else add_layernorm_row_terms(c, ref, m, e);
+    // the element's parameters, as the bound reads them (issue 46: an auditor recomputing it needs them)
+    const size_t j = static_cast<size_t>(e.col);
+    e.element_terms.push_back({"gamma_j", "the element's gain (Gemma: the gain's hi part, 10.6), exact", m.stats == StatsModel::rms ? "10.1" : "2.4",
+                               c.gamma.at(j)});
+    if (m.stats != StatsModel::rms && output == "y") e.element_terms.push_back({"beta_j", "the element's shift, exact", "2.5", c.beta.at(j)});
   }
   if (m.stats != StatsModel::rms && output != "y") add_backward_terms(c, ref, m, e);
   if (e.void_bound) return e;

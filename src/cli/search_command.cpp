@@ -73,6 +73,7 @@ int search_command(const SearchOptions& o) {
         std::printf("%-20s %-24s %-5s %4lldx%-4lld %8lld  %.4g (%s)\n", std::string(op_name(op)).c_str(), variant.c_str(),
                     dtype_info(dt).name.data(), static_cast<long long>(o.rows), static_cast<long long>(o.n),
                     static_cast<long long>(r.evaluations), r.best.ratio, r.best.output.c_str());
+        std::fflush(stdout);  // a CI log (a pipe, fully buffered) sees each search as it ends, not all at the end
         violated = violated || r.best.ratio > 1;
         found.push_back(r.best);
         }
