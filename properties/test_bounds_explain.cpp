@@ -227,6 +227,37 @@ TEST(BoundsExplain, TheBackwardBoundsOwnIntermediatesAreTracedAndItsErrorIsTheAr
     }
 }
 
+TEST(BoundsExplain, RmsNormBackwardsIntermediatesAreTracedToo) {
+  // Issue 46: RMSNorm backward's intermediates were missing from `bounds` (section 10.2: v, e_v, B,
+  // e_B, |c_j|, e_c; dgamma's column sum); they come from the bound function, and recompose.
+  int explained = 0;
+  for (DType dt : {DType::bf16, DType::f32, DType::f64})
+    for (const char* variant : {"rms", "rms_dg_bf16"}) {
+      const KernelEntry* k = find_kernel(Op::rmsnorm_backward, variant, dt);
+      if (!k) continue;
+      const LayerNormCase c = gen::make_layernorm_case("normal", dt, 13, {5, 24, 120});
+      const auto ref = certified_reference(k->op, c, true);
+      const BoundModel m = own_bound_model(tolerance_for(*k), *k);
+      const BackwardBound b = rmsnorm_backward_bound(c, ref, m);
+      for (const auto& [output, tb] : {std::pair<std::string, const TensorBound*>{"dx", &b.dx}, {"dgamma", &b.dgamma}})
+        for (size_t i = 0; i < tb->bound.size(); i += 5) {
+          const BoundExplanation e = explain_bound(c, ref, m, output, *tb, i);
+          if (e.void_bound) continue;
+          ++explained;
+          EXPECT_NEAR(term(e.element_terms, "e"), e.arithmetic, 1e-9 * e.arithmetic + 1e-300) << variant << " " << output << " " << i;
+          if (output == "dx") {
+            const bounds_detail::Units u = bounds_detail::units_of(m);
+            const double r = term(e.row_terms, "r"), dr = term(e.row_terms, "delta_r");
+            const double recomposed = r * (term(e.element_terms, "|c_j|") * dr + term(e.element_terms, "e_c") * (1 + dr)) * (1 + u.ua) +
+                                      u.ua * e.exact_abs + u.eta_a;
+            EXPECT_NEAR(recomposed, e.arithmetic, 1e-9 * e.arithmetic) << variant << " " << i;
+            EXPECT_EQ(term(e.element_terms, "v_j"), c.gamma[static_cast<size_t>(e.col)] * c.dy[i]);
+          }
+        }
+    }
+  EXPECT_GT(explained, 100);
+}
+
 TEST(BoundsExplain, OutputPicksOneOutputOfABackwardOpAndElementIndexesIt) {
   // dgamma has n = 64 elements, dx rows * n = 256: --element 200 is dx's, and --output makes that unambiguous.
   const std::string base = "bounds --op layernorm_backward --kernel two_pass --dtype bf16 --rows 4 --n 64 --json ";

@@ -210,6 +210,13 @@ class CheckResult:
         with open(path, "w") as f:
             json.dump(self.report, f)
 
+    @property
+    def loose_elements(self):
+        """Judged elements whose bound admits 100 % of |exact| or more (docs/bounds.md section 15.7): where
+        the contract's arithmetic cannot resolve the row a sound kernel may be that far off, and such an
+        error passes. The sum of the records' ``loose_elements``."""
+        return sum(int(r.get("loose_elements", 0) or 0) for r in self.records)
+
     def worst(self):
         """The failing record with the largest error/bound ratio (None if none failed)."""
         failing = self.failing_records
@@ -239,6 +246,9 @@ class CheckResult:
             f"{record['kernel']} {record['op']}/{record['output']} {record['storage']}: {record['verdict']} "
             f"({record['failed_cases']} of {record['cases']} cases) on generator {generator}",
         ]
+        if record.get("loose_elements"):
+            lines.append(f"  {record['loose_elements']} of its elements have a bound of 100 % of |exact| or more (docs/bounds.md "
+                         "15.7): there a sound kernel may be that far off")
         if record.get("kernel_failures", {}).get("first"):
             lines.append(f"  kernel failure: {record['kernel_failures']['first']}")
         if e:

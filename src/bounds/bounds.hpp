@@ -129,9 +129,10 @@ std::vector<std::string> bound_formula(const BoundModel& m, bool backward);
 /// Bound on |y_hat - y| for RMSNorm forward (docs/bounds.md section 10).
 TensorBound rmsnorm_forward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, const BoundModel& m);
 
-/// Bounds on RMSNorm dx and dgamma (dbeta left empty; docs/bounds.md section 10).
+/// Bounds on RMSNorm dx and dgamma (dbeta left empty; docs/bounds.md section 10); with `trace`, its
+/// element's intermediates.
 BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
-                                     const BoundModel& m);
+                                     const BoundModel& m, BackwardBoundTrace* trace = nullptr);
 
 /// Fills out's envelope for LayerNorm y (centred on beta) or RMSNorm y (centred on 0) under the
 /// model's arithmetic (docs/bounds.md section 15); rows without one keep an infinite radius.

@@ -51,11 +51,13 @@ void add_rmsnorm_row_terms(const LayerNormCase& c, const oracle::CertifiedLayerN
                       x * r.rstd * compose(r.delta_r, ru.u_xr) + ru.eta_xr}};
 }
 
-/// The backward bound's own intermediates for the element (e_A, e_B, c, e_c; dgamma and dbeta sums),
-/// from the bound function itself (a trace of the same evaluation, section 3).
+/// The backward bound's own intermediates for the element (LayerNorm: e_A, e_B, c, e_c, section 3;
+/// RMSNorm: v, e_v, B, e_B, c, e_c, section 10.2; the column sums), from the bound function itself
+/// (a trace of the same evaluation).
 void add_backward_terms(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, const BoundModel& m, BoundExplanation& e) {
   BackwardBoundTrace trace{e.output, static_cast<size_t>(e.index)};
-  layernorm_backward_bound(c, ref, m, &trace);
+  if (m.stats == StatsModel::rms) rmsnorm_backward_bound(c, ref, m, &trace);
+  else layernorm_backward_bound(c, ref, m, &trace);
   for (const NamedConstant& t : trace.terms) {
     const size_t open = t.meaning.rfind(" [");
     e.element_terms.push_back({t.name, open == std::string::npos ? t.meaning : t.meaning.substr(0, open),
@@ -85,7 +87,7 @@ BoundExplanation explain_bound(const LayerNormCase& c, const oracle::CertifiedLa
                                c.gamma.at(j)});
     if (m.stats != StatsModel::rms && output == "y") e.element_terms.push_back({"beta_j", "the element's shift, exact", "2.5", c.beta.at(j)});
   }
-  if (m.stats != StatsModel::rms && output != "y") add_backward_terms(c, ref, m, e);
+  if (output != "y") add_backward_terms(c, ref, m, e);
   if (e.void_bound) return e;
   // bound = (e + u_s (|exact| + e) + eta_s) * slack when the store rounds (with_store), else e * slack.
   const Units u = units_of(m);

@@ -137,7 +137,7 @@ TensorBound rmsnorm_forward_bound(const LayerNormCase& c, const oracle::Certifie
 }
 
 BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref,
-                                     const BoundModel& m) {
+                                     const BoundModel& m, BackwardBoundTrace* trace) {
   const Units u = units_of(m);
   const RmsUnits ru = rms_units(m, u);
   const double nn = static_cast<double>(c.n), max_s = dtype_info(c.dtype).max_finite;
@@ -204,6 +204,15 @@ BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::Certi
                                 reaches(dx, e, max_s) || reaches(za[j] * (1 + row.delta_r), 0, ru.max_xr);
       if (may_overflow) out.dx.regime[k] |= kRegimeOverflow;
       out.dx.bound[k] = may_overflow ? kInf : with_store(dx, e, u);
+      if (trace && trace->output == "dx" && trace->index == k)
+        trace->terms = {{"v_j", "g_j dy_j (double evaluation) [10.2]", v[j]},
+                        {"e_v_j", "|v_hat_j - v_j|: the product's rounding (and the gain's, 10.6) [10.2]", ev},
+                        {"B", "mean of v z over the row (double evaluation) [10.2]", mean_vz},
+                        {"e_B", "|B_hat - B|: the kernel's mean of v z [10.2]", e_b},
+                        {"|c_j|", "upper bound of |v_j - z_j B| [10.2]", cj},
+                        {"e_q2", "error of z_j B [10.2]", e_q2},
+                        {"e_c", "|c_hat_j - c_j| = e_v + e_q2 + u_a (|c| + e_v + e_q2) + eta_a [10.2]", e_c},
+                        {"e", "r (|c| delta_r + e_c (1 + delta_r))(1 + u_a) + u_a |dx| + eta_a [10.2]", e}};
     }
   }
   out.dgamma = {std::vector<double>(c.n), std::vector<uint8_t>(c.n)};
@@ -217,6 +226,11 @@ BackwardBound rmsnorm_backward_bound(const LayerNormCase& c, const oracle::Certi
                       reaches(vg, e_g, max_s);
     out.dgamma.regime[j] = col_regime[j] | output_regime(vg, dg_mag[j], c.dtype) | (over ? kRegimeOverflow : 0);
     out.dgamma.bound[j] = over ? kInf : with_store(vg, e_g, u);
+    if (trace && trace->index == static_cast<size_t>(j) && trace->output == "dgamma")
+      trace->terms = {{"sum e_p", "the rows' products' errors fl(dy z_hat) and their conversion [10.2]", dg_err[j]},
+                      {"sum |p|", "magnitude of the column sum [10.2]", dg_mag[j]},
+                      {"gamma_rows", "gamma of the m - 1 additions over rows in the dg accumulator [10.2]", g_sum},
+                      {"e", "sum e_p + gamma_rows sum |p| + m eta_dg [10.2]", e_g}};
   }
   add_backward_envelope(c, m, out.dx, out.dgamma, nullptr);
   return out;
