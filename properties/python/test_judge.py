@@ -2,6 +2,7 @@
 uses; the replay line of a record from Python judges that record's worst case again; the fixture
 under a name that leaves `import normcheck` usable; pytest shows the verdict in the summary line."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -137,3 +138,36 @@ def test_a_check_says_how_many_elements_its_bounds_leave_loose_by_a_hundred_perc
     assert result.passed
     assert result.loose_elements == sum(r["loose_elements"] for r in result.records) > 0
     assert "100 % of |exact| or more" in result.describe(result.records[0])
+
+
+def batch_variant_layer_norm(x, gamma, beta, eps, dtype):
+    """Accurate, but its row sums are taken in an order that depends on the batch size (issue 44's bug)."""
+    x = np.asarray(x, dtype=np.float32)
+    rows = x.shape[0]
+    order = np.arange(x.shape[1]) if rows < 8 else np.arange(x.shape[1])[::-1]
+    mean = np.zeros((rows, 1), np.float32)
+    for j in order:
+        mean += x[:, j:j + 1] / np.float32(x.shape[1])
+    d = x - mean
+    var = (d * d).mean(1, keepdims=True, dtype=np.float64)
+    y = d.astype(np.float64) / np.sqrt(var + eps) * gamma + beta
+    return normcheck.round_to(y, dtype)
+
+
+def test_invariance_true_checks_a_python_kernels_determinism_and_batch_invariance():
+    good = normcheck.check(rounded_layer_norm, dtypes=("f32",), suite="quick", generators=("normal",), invariance=True)
+    assert good.passed and [r["verdict"] for r in good.invariance_records] == ["pass"]
+    assert good.invariance_records[0]["calls"] > 3 and 257 in good.invariance_records[0]["batch_sizes"]
+    bad = normcheck.check(batch_variant_layer_norm, dtypes=("f32",), suite="quick", generators=("normal",), invariance=True)
+    assert not bad.passed
+    assert [r["verdict"] for r in bad.invariance_records] == ["batch_variant"]
+    assert all(r["verdict"] == "pass" for r in bad.records)  # accurate: only the invariance check catches it
+    with pytest.raises(normcheck.NormcheckFailure) as info:
+        bad.raise_for_failures()
+    message = str(info.value)
+    assert "layernorm_forward f32 batch_variant" in message.splitlines()[0], message
+    assert re.search(r"gives -?0x1\.[0-9a-f]+p[-+]\d+, a batch of \d+ rows", message) and "invariance=True" in message, message
+    # without the option the same kernel passes: accuracy cannot see it
+    assert normcheck.check(batch_variant_layer_norm, dtypes=("f32",), suite="quick", generators=("normal",)).passed
+    with pytest.raises(ValueError, match="invariance checks the per-op ops"):
+        normcheck.check(rounded_layer_norm, op="grouped_norm", invariance=True)

@@ -178,6 +178,12 @@ class CheckResult:
             self.records = report[section]["records"]
         else:
             self.records = [r for r in report[section]["records"] if str(r.get("kernel", "")).startswith("python:")]
+        # check(..., invariance=True): the batch_invariance section's records of the kernel
+        section_inv = report.get("batch_invariance") if section == "records" else None
+        self.invariance_records = list(section_inv["records"]) if isinstance(section_inv, dict) else []
+        for r in self.invariance_records:
+            kernel = str(r.get("kernel", "python:kernel")).split(":", 1)[-1]
+            r["replay"] = f"normcheck.check({kernel}, op={r.get('op')!r}, dtypes=({r.get('storage')!r},), invariance=True)"
         for r in self.records:  # no report file names these records: the replay is a Python line
             wc = r.get("worst_case")
             if isinstance(wc, dict) and "replay" in wc:
@@ -203,7 +209,7 @@ class CheckResult:
         """Records whose verdict is a failure (report-only records included)."""
         if self.section == "axis_audit":
             return [r for r in self.records if not r["kernel"]["as_expected"]]
-        return [r for r in self.records if r["verdict"] in FAILING_VERDICTS]
+        return [r for r in self.records + self.invariance_records if r["verdict"] in FAILING_VERDICTS]
 
     def save(self, path):
         """Writes the report (schema reports/schema/report.v1.schema.json)."""
@@ -236,6 +242,12 @@ class CheckResult:
             affine = (k.get("affine") or {}).get("verdict")
             return (f"{self.report['axis_audit'].get('kernel')} axis_audit {d['kind']} on {d['layout']} {record['tensor']['shape']} "
                     f"{k.get('dtype')}: {what}" + (f"; affine: {affine}" if affine else ""))
+        if record in self.invariance_records:
+            d = record.get("difference") or {}
+            where = (f": {d.get('output')} element {d.get('col')} of row {d.get('row')}: {d.get('config_a')} gives {d.get('a')}, "
+                     f"{d.get('config_b')} gives {d.get('b')}" if d else (f": {record.get('failure')}" if record.get("failure") else ""))
+            return (f"{record['kernel']} batch_invariance {record['op']} {record['storage']}: {record['verdict']}{where}\n"
+                    f"  replay: {record['replay']}")
         wc = record.get("worst_case") or {}
         e = wc.get("element") or {}
         if "property" in record:
@@ -277,18 +289,20 @@ class CheckResult:
             return
         worst = self.worst()
         failing = self.failing_records
-        head = f"normcheck: {len(failing)} of {len(self.records)} records failed"
+        head = f"normcheck: {len(failing)} of {len(self.records) + len(self.invariance_records)} records failed"
         if worst is None:
             raise NormcheckFailure(head + " (nothing was judged: the kernel declined or failed every case)")
         # the first line is what pytest's short summary shows: the verdict and the worst record in it
         ratio = ((worst.get("worst_case") or {}).get("element") or {}).get("bound_ratio")
-        summary = f"{worst.get('op')}/{worst.get('output')} {worst.get('storage')} {worst.get('verdict')}"
+        summary = (f"{worst.get('op')} {worst.get('storage')} {worst.get('verdict')}" if worst in self.invariance_records
+                   else f"{worst.get('op')}/{worst.get('output')} {worst.get('storage')} {worst.get('verdict')}")
         if ratio is not None:
             summary += f", error/bound {ratio}"
         raise NormcheckFailure(f"{head}, worst {summary}\n" + self.describe(worst))
 
     def __repr__(self):
-        return f"<CheckResult {'PASSED' if self.passed else 'FAILED'}: {len(self.records)} records, {len(self.failing_records)} failing>"
+        total = len(self.records) + len(self.invariance_records)
+        return f"<CheckResult {'PASSED' if self.passed else 'FAILED'}: {total} records, {len(self.failing_records)} failing>"
 
 
 def _is_int(v):
@@ -309,7 +323,7 @@ def _check_arguments(seed, cases, max_elements, name):
 
 def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cases=None, seed=None, framework="numpy",
           device="cpu", report_only=False, generators=None, name=None, max_elements=None, block_form=None, contract="auto",
-          timeout=60.0):
+          timeout=60.0, invariance=False):
     """Judges ``fn`` (signature by op: ``SIGNATURES``, ``SECTION_SIGNATURES``) on the suite's cases of
     ``op`` in each dtype, in this process: for the per-op ops its row generators and the committed
     corpus, for the others that section's cases (docs/python.md). ``cases``: cases per generator
@@ -319,7 +333,9 @@ def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cas
     LayerNorm kernel's statistics, "auto" (the two-pass contract, and where the kernel fails it the
     Welford class's, reported as verdict "looser_contract"), "two_pass" or "welford" (docs/bounds.md
     section 2.7); ``timeout``: seconds a kernel call may take before it is interrupted and recorded as a
-    kernel failure (None: no limit). Ctrl-C (KeyboardInterrupt) or sys.exit (SystemExit) inside the kernel
+    kernel failure (None: no limit); ``invariance``: also check the per-op kernel's determinism and batch
+    invariance as ``normcheck run`` checks an external kernel's (docs/invariance.md: the same row must
+    give the same bits whatever the batch, position, padding or call; records in ``invariance_records``). Ctrl-C (KeyboardInterrupt) or sys.exit (SystemExit) inside the kernel
     stops the check and is raised again from it: they are never recorded as the kernel's failures.
     Returns a CheckResult."""
     _check_arguments(seed=seed, cases=cases, max_elements=max_elements, name=name)
@@ -337,8 +353,11 @@ def check(fn, op="layernorm_forward", dtypes=("bf16", "f32"), suite="quick", cas
         if block_form is not None:
             raise ValueError("block_form is for op='linear_rmsnorm'")
         text = _normcheck.check_kernel(_adapter(fn, fw, timeout), name, op, list(dtypes), suite, cases,
-                                       seed, list(generators or []), bool(report_only), int(max_elements or 0), contract)
+                                       seed, list(generators or []), bool(report_only), int(max_elements or 0), contract,
+                                       bool(invariance))
         return CheckResult(json.loads(text))
+    if invariance:
+        raise ValueError(f"invariance checks the per-op ops ({', '.join(SIGNATURES)}); op={op!r} has its section's checks")
     if max_elements is not None:
         raise ValueError(f"max_elements narrows the per-op cases only; op={op!r} uses its suite's shapes")
     if contract != "auto":

@@ -16,6 +16,7 @@
 #include "report/verdicts.hpp"
 #include "sections/options.hpp"
 #include "sections/section.hpp"
+#include "sections/sections.hpp"
 #include "suite/judge.hpp"
 #include "suite/runner.hpp"
 #include "suite/suites.hpp"
@@ -106,7 +107,7 @@ KernelEntry python_kernel(const py::function& adapter, const std::string& name, 
 std::string check_kernel(const py::function& adapter, const std::string& name, const std::string& op, const std::vector<std::string>& dtypes,
                          const std::string& suite, std::optional<int> cases, std::optional<uint64_t> seed,
                          const std::vector<std::string>& generators, bool report_only, int64_t max_elements,
-                         const std::string& contract) {
+                         const std::string& contract, bool invariance) {
   if (!is_contract_name(contract)) throw py::value_error("contract is 'auto', 'two_pass' or 'welford', not '" + contract + "'");
   auto cfg = suite_config(suite);
   if (!cfg) throw py::value_error("unknown suite '" + suite + "' (quick, default, nightly, llm)");
@@ -147,7 +148,14 @@ std::string check_kernel(const py::function& adapter, const std::string& name, c
   write_per_op_section(report, *cfg, result, "normcheck-python-report.json");
   int64_t judged = 0;
   for (const Record& r : result.records) judged += r.acc.count();
-  report["run"]["passed"] = run_passed(result) && judged > 0;
+  // invariance=True: the same kernels' determinism and batch invariance (docs/invariance.md), as `run`
+  // checks an external kernel's
+  bool invariant = true;
+  if (invariance && !stop_requested()) {
+    invariant = sections::run_invariance_of(cfg->extra_kernels, cfg->seed, report_only, report, "normcheck-python-report.json");
+    raise_pending_exit(*pending);
+  }
+  report["run"]["passed"] = run_passed(result) && judged > 0 && invariant;
   return report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -280,7 +288,7 @@ PYBIND11_MODULE(_normcheck, m) {
   bind_judge(m);
   m.def("check_kernel", &check_kernel, py::arg("adapter"), py::arg("name"), py::arg("op"), py::arg("dtypes"), py::arg("suite"),
         py::arg("cases"), py::arg("seed"), py::arg("generators"), py::arg("report_only"), py::arg("max_elements"),
-        py::arg("contract") = "auto");
+        py::arg("contract") = "auto", py::arg("invariance") = false);
   m.def("check_section", &check_section, py::arg("adapter"), py::arg("name"), py::arg("op"), py::arg("dtypes"), py::arg("suite"),
         py::arg("cases"), py::arg("seed"), py::arg("generators"), py::arg("report_only"), py::arg("block_form"));
   py::tuple failing(kFailingVerdicts.size());

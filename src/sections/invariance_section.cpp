@@ -330,4 +330,11 @@ const Section& invariance_section() {
   return s;
 }
 
+bool run_invariance_of(std::vector<KernelEntry> kernels, uint64_t seed, bool report_only, json& report, const std::string& report_path) {
+  InvarianceRun run(std::move(kernels), seed, 1, report_only);
+  run.run(report_path);
+  run.write(report, report_path);
+  return run.passed();
+}
+
 }  // namespace normcheck::sections

@@ -14,4 +14,10 @@ const Section& budget_section();       ///< the port-Hamiltonian norm budget ("p
 const Section& audit_section();        ///< the normalization-axis audits ("axis_audit")
 const Section& invariance_section();   ///< batch invariance and determinism ("batch_invariance")
 
+/// The batch_invariance section of `kernels` alone (the Python module's check(..., invariance=True)):
+/// runs the checks in this thread and writes report["batch_invariance"] as `run` would; returns
+/// whether it passed (always true when `report_only`).
+bool run_invariance_of(std::vector<KernelEntry> kernels, uint64_t seed, bool report_only, nlohmann::json& report,
+                       const std::string& report_path);
+
 }  // namespace normcheck::sections
