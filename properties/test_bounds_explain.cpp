@@ -12,6 +12,7 @@
 #include "ops/op_kernels.hpp"
 #include "cli_harness.hpp"
 #include "bounds/bounds_explain.hpp"
+#include "oracles/gain_split.hpp"
 #include "bounds/bounds_model.hpp"
 #include "bounds/tolerance_table.hpp"
 #include "kernels/registry.hpp"
@@ -231,15 +232,17 @@ TEST(BoundsExplain, RmsNormBackwardsIntermediatesAreTracedToo) {
   // Issue 46: RMSNorm backward's intermediates were missing from `bounds` (section 10.2: v, e_v, B,
   // e_B, |c_j|, e_c; dgamma's column sum); they come from the bound function, and recompose.
   int explained = 0;
+  // Gemma's RMSNorm too: its bound is RMSNorm's on the gain's double part hi (10.6), and so its terms.
   for (DType dt : {DType::bf16, DType::f32, DType::f64})
-    for (const char* variant : {"rms", "rms_dg_bf16"}) {
-      const KernelEntry* k = find_kernel(Op::rmsnorm_backward, variant, dt);
+    for (const auto& [op, variant] : {std::pair<Op, const char*>{Op::rmsnorm_backward, "rms"}, {Op::rmsnorm_backward, "rms_dg_bf16"},
+                                      {Op::gemma_rmsnorm_backward, "gemma_rms"}}) {
+      const KernelEntry* k = find_kernel(op, variant, dt);
       if (!k) continue;
       const LayerNormCase c = gen::make_layernorm_case("normal", dt, 13, {5, 24, 120});
       const auto ref = certified_reference(k->op, c, true);
       const BoundModel m = own_bound_model(tolerance_for(*k), *k);
-      const BackwardBound b = rmsnorm_backward_bound(c, ref, m);
-      for (const auto& [output, tb] : {std::pair<std::string, const TensorBound*>{"dx", &b.dx}, {"dgamma", &b.dgamma}})
+      const std::vector<TensorBound> b = bounds_for(k->op, c, ref, m);
+      for (const auto& [output, tb] : {std::pair<std::string, const TensorBound*>{"dx", &b[0]}, {"dgamma", &b[1]}})
         for (size_t i = 0; i < tb->bound.size(); i += 5) {
           const BoundExplanation e = explain_bound(c, ref, m, output, *tb, i);
           if (e.void_bound) continue;
@@ -251,7 +254,9 @@ TEST(BoundsExplain, RmsNormBackwardsIntermediatesAreTracedToo) {
             const double recomposed = r * (term(e.element_terms, "|c_j|") * dr + term(e.element_terms, "e_c") * (1 + dr)) * (1 + u.ua) +
                                       u.ua * e.exact_abs + u.eta_a;
             EXPECT_NEAR(recomposed, e.arithmetic, 1e-9 * e.arithmetic) << variant << " " << i;
-            EXPECT_EQ(term(e.element_terms, "v_j"), c.gamma[static_cast<size_t>(e.col)] * c.dy[i]);
+            const double g = op == Op::gemma_rmsnorm_backward ? oracle::split_unit_offset_gain(c.gamma).hi[static_cast<size_t>(e.col)]
+                                                               : c.gamma[static_cast<size_t>(e.col)];
+            EXPECT_EQ(term(e.element_terms, "v_j"), g * c.dy[i]);
           }
         }
     }

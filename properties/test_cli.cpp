@@ -597,14 +597,18 @@ TEST(Cli, BatchInvarianceSectionPassesSoundKernelsCatchesPlantedOnesAndReplays) 
       EXPECT_EQ(r.at("verdict"), "flagged") << r.dump();
       EXPECT_EQ(r.at("found"), r.at("expected_verdict")) << r.dump();
       ASSERT_TRUE(r.contains("difference")) << r.dump();
-      if (r.at("variant") == "ln_atomic_dgamma") EXPECT_TRUE(r.at("difference").at("row").is_null());
+      if (r.at("variant") == "ln_atomic_dgamma") {
+        EXPECT_TRUE(r.at("difference").at("row").is_null());
+      }
       if (planted_index < 0) planted_index = static_cast<int64_t>(i);
     } else {
       ++builtin;
       EXPECT_EQ(r.at("verdict"), "pass") << r.dump();
       EXPECT_FALSE(r.contains("difference"));
     }
-    if (r.at("op") == "layernorm_backward") EXPECT_TRUE(r.at("checks").at("not_applicable").contains("dgamma")) << r.dump();
+    if (r.at("op") == "layernorm_backward") {
+      EXPECT_TRUE(r.at("checks").at("not_applicable").contains("dgamma")) << r.dump();
+    }
   }
   EXPECT_EQ(planted, 10);
   EXPECT_GT(builtin, 80);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "bounds/bounds_model.hpp"
+#include "oracles/gain_split.hpp"
 
 namespace normcheck {
 
@@ -67,8 +68,16 @@ void add_backward_terms(const LayerNormCase& c, const oracle::CertifiedLayerNorm
 
 }  // namespace
 
-BoundExplanation explain_bound(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, const BoundModel& m,
+BoundExplanation explain_bound(const LayerNormCase& given, const oracle::CertifiedLayerNorm& ref, const BoundModel& m,
                                const std::string& output, const TensorBound& b, size_t index) {
+  // Gemma's RMSNorm (the gain offset, 10.6): its bound is RMSNorm's on gamma = hi, the double part of
+  // 1 + w (gemma_rmsnorm_bounds), so the terms are evaluated on that case too
+  LayerNormCase with_hi;
+  if (m.rms_flags & kRmsGainOffset) {
+    with_hi = given;
+    with_hi.gamma = oracle::split_unit_offset_gain(given.gamma).hi;
+  }
+  const LayerNormCase& c = (m.rms_flags & kRmsGainOffset) ? with_hi : given;
   BoundExplanation e;
   e.output = output;
   e.index = static_cast<int64_t>(index);

@@ -260,7 +260,7 @@ std::vector<HistoryRun> History::runs() const {
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
     const auto col = [s](int i) { return column_text(s, i); };
     out.push_back({sqlite3_column_int64(s, 0), col(1), col(2), col(3), col(4), sqlite3_column_int(s, 5) != 0,
-                   sqlite3_column_int(s, 6) != 0, sqlite3_column_int64(s, 7)});
+                   sqlite3_column_int(s, 6) != 0, sqlite3_column_int64(s, 7), {}});
   }
   sqlite3_finalize(s);
   impl_->check_read_to_the_end(rc);
