@@ -3,6 +3,7 @@
 // prediction of eps overflows. Each test fails when the rule it pins is broken.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -376,6 +377,27 @@ TEST(Bias, ElementsLeftOutOfTheStatisticDoNotMergeTheirRows) {
       const OutputJudgement j = judge_case(k, c, ref).front();
       EXPECT_GT(j.bias.groups(), 100) << "rows merged";
       EXPECT_TRUE(j.bias.flagged()) << "z " << j.bias.z();
+    }
+  EXPECT_EQ(found, 1);
+}
+
+TEST(Bias, DuplicatedRowsAreOneClusterSoTheirSharedErrorIsCountedOnce) {
+  // 200 copies of one row: a truncating kernel makes the same errors in every copy, one sample of
+  // the directed rounding, not 200 (merged through their equal value pairs). The same kernel on 200
+  // distinct rows is flagged.
+  LayerNormCase distinct = gen::make_layernorm_case("normal", DType::f32, 7, {200, 64, 0});
+  LayerNormCase copies = distinct;
+  for (int64_t i = 1; i < copies.rows; ++i)
+    std::copy_n(copies.x.begin(), copies.n, copies.x.begin() + static_cast<std::ptrdiff_t>(i * copies.n));
+  int found = 0;
+  for (const KernelEntry& k : planted_directed_kernels())
+    if (k.variant == "rms_truncate" && k.storage == DType::f32 && k.op == Op::rmsnorm_forward) {
+      ++found;
+      const OutputJudgement d = judge_case(k, distinct, certified_reference(Op::rmsnorm_forward, distinct, false)).front();
+      const OutputJudgement c = judge_case(k, copies, certified_reference(Op::rmsnorm_forward, copies, false)).front();
+      EXPECT_TRUE(d.bias.flagged()) << "z " << d.bias.z();
+      EXPECT_EQ(c.bias.groups(), 200);
+      EXPECT_LT(std::fabs(c.bias.z()), 1.5) << "the copies counted as independent rows";
     }
   EXPECT_EQ(found, 1);
 }

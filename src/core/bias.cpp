@@ -50,7 +50,13 @@ void BiasAccumulator::add_group(const std::vector<double>& rho, const std::vecto
   for (Eigen::Index i = 0; i < m; ++i)
     if (!(std::fabs(sv(i) * rv(i)) < 0x1p500)) return;
   const double scale = std::sqrt(static_cast<double>(m) / static_cast<double>(m - rank));
-  for (Eigen::Index i = 0; i < m; ++i) open_[cluster[used[static_cast<size_t>(i)]]] += scale * sv(i) * rv(i);
+  // One hash lookup per run of equal keys (a row's elements share its cluster), not per element.
+  double* sum = nullptr;
+  for (Eigen::Index i = 0; i < m; ++i) {
+    const uint64_t key = cluster[used[static_cast<size_t>(i)]];
+    if (i == 0 || key != cluster[used[static_cast<size_t>(i - 1)]]) sum = &open_[key];  // references survive rehashing
+    *sum += scale * sv(i) * rv(i);
+  }
   t_ += sv.dot(rv);
   elements_ += m;
   ++groups_;

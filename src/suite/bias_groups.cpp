@@ -2,38 +2,71 @@
 // (docs/bounds.md section 16). Every regressor is in bound units (divided by the element's bound).
 #include "suite/judge.hpp"
 
-#include <unordered_map>
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace normcheck {
 namespace {
 
-/// Union-find over a tensor's elements: elements that share an intermediate of the kernel (the same
-/// normalised value z_ij, an identical output) may share its error, so they form one cluster.
-class Clusters {
+/// Merges units (rows of a tensor, or single elements) that hold an equal value-pair key: the
+/// connected components of "same unit" and "same key" over the elements, without a hash table.
+/// The elements are bucketed by their key's top bits with one counting pass (keys are SplitMix64
+/// outputs, so a bucket holds a few elements); only buckets holding two or more are sorted, and
+/// equal keys in them merge their units. Returns each element's component (its root unit).
+class UnitMerge {
  public:
-  /// `keys`: about how many distinct intermediates will be linked (reserved: no rehashing).
-  Clusters(size_t n, size_t keys) : parent_(n) {
-    for (size_t i = 0; i < n; ++i) parent_[i] = i;
-    owner_.reserve(keys);
-  }
-  /// Element e uses the intermediate named by `key`.
-  void link(size_t e, uint64_t key) {
-    const auto [it, fresh] = owner_.emplace(key, e);
-    if (!fresh) parent_[find(e)] = find(it->second);
+  /// `per_unit` consecutive elements form one unit.
+  UnitMerge(const std::vector<uint64_t>& keys, size_t per_unit) : keys_(keys), per_unit_(per_unit), parent_(units(keys, per_unit)) {
+    for (size_t u = 0; u < parent_.size(); ++u) parent_[u] = static_cast<uint32_t>(u);
+    merge_equal_keys();
   }
   std::vector<uint64_t> ids() {
-    std::vector<uint64_t> out(parent_.size());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = find(i);
+    std::vector<uint64_t> out(keys_.size());
+    for (size_t e = 0; e < out.size(); ++e) out[e] = find(static_cast<uint32_t>(e / per_unit_));
     return out;
   }
 
  private:
-  size_t find(size_t a) {
+  static size_t units(const std::vector<uint64_t>& keys, size_t per_unit) {
+    if (keys.size() > std::numeric_limits<uint32_t>::max() || per_unit == 0)
+      throw std::invalid_argument("bias clusters: " + std::to_string(keys.size()) + " elements are more than 2^32 - 1");
+    return (keys.size() + per_unit - 1) / per_unit;
+  }
+  /// Buckets of about one element each (at least 2^8, at most 2^24).
+  static int bucket_bits(size_t n) {
+    int bits = 8;
+    while (bits < 24 && (size_t{1} << bits) < n) ++bits;
+    return bits;
+  }
+  void merge_equal_keys() {
+    const int bits = bucket_bits(keys_.size());
+    const auto bucket = [&](uint64_t key) { return static_cast<size_t>(key >> (64 - bits)); };
+    std::vector<uint32_t> start((size_t{1} << bits) + 1, 0);
+    for (const uint64_t k : keys_)
+      if (k != 0) ++start[bucket(k) + 1];  // 0: an element the statistic leaves out
+    for (size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
+    std::vector<uint32_t> order(start.back()), next(start.begin(), start.end() - 1);
+    for (size_t e = 0; e < keys_.size(); ++e)
+      if (keys_[e] != 0) order[next[bucket(keys_[e])]++] = static_cast<uint32_t>(e);
+    for (size_t b = 0; b + 1 < start.size(); ++b)
+      if (start[b + 1] - start[b] >= 2) merge_bucket(order.data() + start[b], order.data() + start[b + 1]);
+  }
+  void merge_bucket(uint32_t* first, uint32_t* last) {
+    std::sort(first, last, [&](uint32_t a, uint32_t b) { return keys_[a] < keys_[b]; });
+    for (uint32_t* at = first + 1; at < last; ++at)
+      if (keys_[*at] == keys_[at[-1]]) unite(*at / per_unit_, at[-1] / per_unit_);
+  }
+  uint32_t find(uint32_t a) {
     while (parent_[a] != a) a = parent_[a] = parent_[parent_[a]];
     return a;
   }
-  std::vector<size_t> parent_;
-  std::unordered_map<uint64_t, size_t> owner_;
+  void unite(size_t a, size_t b) { parent_[find(static_cast<uint32_t>(a))] = find(static_cast<uint32_t>(b)); }
+
+  const std::vector<uint64_t>& keys_;
+  size_t per_unit_;
+  std::vector<uint32_t> parent_;
 };
 
 /// Cluster ids of a row-major tensor (y, dx): a whole row is one cluster, and rows holding an
@@ -42,23 +75,11 @@ class Clusters {
 /// resolved to even by the same last bit of the mean), a directed error whose sign is random across
 /// rows; only rows are independent (section 16.2).
 std::vector<uint64_t> row_clusters(const LayerNormCase& c, const BiasInputs& in) {
-  Clusters cl(in.cluster.size(), in.cluster.size() + static_cast<size_t>(c.rows));
-  for (int64_t i = 0; i < c.rows; ++i)
-    for (int64_t j = 0; j < c.n; ++j) {
-      const size_t e = static_cast<size_t>(i * c.n + j);
-      cl.link(e, 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(i));
-      if (in.cluster[e] != 0) cl.link(e, in.cluster[e]);  // 0: an element the statistic leaves out
-    }
-  return cl.ids();
+  return UnitMerge(in.cluster, static_cast<size_t>(c.n)).ids();
 }
 
 /// Cluster ids of dbeta: its columns are independent sums of dy; identical outputs are merged.
-std::vector<uint64_t> column_clusters(const BiasInputs& in) {
-  Clusters cl(in.cluster.size(), in.cluster.size());
-  for (size_t j = 0; j < in.cluster.size(); ++j)
-    if (in.cluster[j] != 0) cl.link(j, in.cluster[j]);  // 0: an element the statistic leaves out
-  return cl.ids();
-}
+std::vector<uint64_t> column_clusters(const BiasInputs& in) { return UnitMerge(in.cluster, 1).ids(); }
 
 /// z_ij = (x_ij - mean_i) r_i from the oracle's statistics (mean 0 for RMSNorm), nearest double.
 double normalized(const LayerNormCase& c, const oracle::CertifiedLayerNorm& ref, int64_t i, int64_t j) {
