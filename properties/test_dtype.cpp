@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "core/dtype.hpp"
+#include "core/float_format.hpp"
+#include "core/storage_bytes.hpp"
 #include "core/rng.hpp"
 #include "oracles/certify_interval.hpp"
 
@@ -148,4 +150,46 @@ TEST(DType, StorageArithmeticRoundsEveryOperation) {
   EXPECT_EQ(static_cast<double>(big + one), 2048.0);
   EXPECT_EQ(static_cast<double>(bf16(256.0) + bf16(1.0)), 256.0);
   EXPECT_EQ(static_cast<double>(f16(65504.0) * f16(2.0)), HUGE_VAL);
+}
+
+namespace {
+
+/// Values of every kind a storage buffer holds: zeros, subnormals, normals across the range, the
+/// largest finite, infinities and NaN, each rounded to the dtype.
+std::vector<double> storage_values(DType d, Rng& rng) {
+  const FloatFormat& f = *dtype_info(d).format;
+  std::vector<double> v = {0.0, -0.0, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                           std::numeric_limits<double>::quiet_NaN(), decode_bits(1, f), decode_bits(encode_exact(1.0, f) - 1, f)};
+  for (int k = 0; k < 2000; ++k) v.push_back(round_to_dtype(rng.normal() * std::ldexp(1.0, static_cast<int>(rng.range(-30, 30))), d));
+  const uint64_t mask = item_size(d) == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * item_size(d))) - 1;
+  for (int k = 0; k < 200; ++k) v.push_back(decode_bits(rng.next() & mask, f));  // any pattern
+  return v;
+}
+
+}  // namespace
+
+TEST(DType, StorageBytesAreEachValuesEncodingAndDecodeBack) {
+  // encode_values/decode_values copy f64 and convert f32 in bulk: the bytes must equal the generic
+  // format code's encoding of each value (NaN canonical), and decoding must give the value back.
+  Rng rng(0x5b);
+  for (const DType d : {DType::f16, DType::bf16, DType::f32, DType::f64}) {
+    const FloatFormat& f = *dtype_info(d).format;
+    const std::vector<double> v = storage_values(d, rng);
+    std::string bytes = "ab";  // appended after what is there
+    encode_values(v, d, bytes);
+    ASSERT_EQ(bytes.size(), 2 + v.size() * item_size(d));
+    const auto* at = reinterpret_cast<const uint8_t*>(bytes.data()) + 2;
+    const std::vector<double> back = decode_values(at, v.size(), d);
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint64_t bits = 0;
+      for (size_t b = 0; b < item_size(d); ++b) bits |= static_cast<uint64_t>(at[i * item_size(d) + b]) << (8 * b);
+      EXPECT_EQ(bits, encode_exact(v[i], f)) << dtype_info(d).name << " " << std::hexfloat << v[i];
+      if (std::isnan(v[i])) {
+        EXPECT_TRUE(std::isnan(back[i]));
+        continue;
+      }
+      EXPECT_EQ(back[i], v[i]) << std::hexfloat << v[i];
+      EXPECT_EQ(std::signbit(back[i]), std::signbit(v[i])) << std::hexfloat << v[i];
+    }
+  }
 }

@@ -11,54 +11,60 @@ size_t item_size(DType d) { return d == DType::f64 ? 8 : d == DType::f32 ? 4 : 2
 
 namespace {
 
-/// The bits of v in f32 or f64 by a hardware conversion (exact for representable values), or
-/// nullopt for NaN (canonicalized by encode_exact) and other dtypes.
-bool hardware_bits(double v, DType d, uint64_t& bits) {
-  if (std::isnan(v)) return false;
-  if (d == DType::f64) {
-    std::memcpy(&bits, &v, 8);
-    return true;
-  }
-  if (d == DType::f32) {
-    const float f = static_cast<float>(v);
-    uint32_t w;
-    std::memcpy(&w, &f, 4);
-    bits = w;
-    return true;
-  }
-  return false;
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "storage bytes are little-endian: this host's f32/f64 are copied as they are");
+
+void put_bits(char* at, uint64_t bits, size_t item) {
+  for (size_t b = 0; b < item; ++b) at[b] = static_cast<char>((bits >> (8 * b)) & 0xffu);
+}
+
+uint64_t get_bits(const uint8_t* at, size_t item) {
+  uint64_t bits = 0;
+  for (size_t b = 0; b < item; ++b) bits |= static_cast<uint64_t>(at[b]) << (8 * b);
+  return bits;
 }
 
 }  // namespace
 
+// f64 and f32 are the host's own encodings: one copy (f64) or one hardware conversion (f32) per value,
+// with NaN (canonicalized by encode_exact) and, when decoding, Inf and NaN bits (decode_bits) taken
+// through the generic format code.
 void encode_values(const std::vector<double>& values, DType d, std::string& out) {
   const FloatFormat& f = *dtype_info(d).format;
-  out.reserve(out.size() + values.size() * item_size(d));
-  for (double v : values) {
-    uint64_t bits = 0;
-    if (!hardware_bits(v, d, bits)) bits = encode_exact(v, f);
-    for (size_t b = 0; b < item_size(d); ++b) out.push_back(static_cast<char>((bits >> (8 * b)) & 0xffu));
+  const size_t item = item_size(d), start = out.size();
+  out.resize(start + values.size() * item);
+  char* at = out.data() + start;
+  if (d == DType::f64 && !values.empty()) std::memcpy(at, values.data(), values.size() * item);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i];
+    if (std::isnan(v)) put_bits(at + i * item, encode_exact(v, f), item);
+    else if (d == DType::f32) {
+      const float w = static_cast<float>(v);
+      std::memcpy(at + i * item, &w, item);
+    } else if (d != DType::f64) put_bits(at + i * item, encode_exact(v, f), item);
   }
 }
 
 std::vector<double> decode_values(const uint8_t* bytes, size_t count, DType d) {
-  const FloatFormat& f = *dtype_info(d).format;
   std::vector<double> out(count);
+  decode_values_to(bytes, count, d, out.data());
+  return out;
+}
+
+void decode_values_to(const uint8_t* bytes, size_t count, DType d, double* out) {
+  const FloatFormat& f = *dtype_info(d).format;
+  const size_t item = item_size(d);
+  if (d == DType::f64 && count > 0) std::memcpy(out, bytes, count * item);
   for (size_t i = 0; i < count; ++i) {
-    uint64_t bits = 0;
-    for (size_t b = 0; b < item_size(d); ++b) bits |= static_cast<uint64_t>(bytes[i * item_size(d) + b]) << (8 * b);
-    if (d == DType::f64 && (bits & 0x7ff0000000000000ull) != 0x7ff0000000000000ull) {  // finite: the bits are the double
-      std::memcpy(&out[i], &bits, 8);
-    } else if (d == DType::f32 && (bits & 0x7f800000u) != 0x7f800000u) {
+    if (d == DType::f64) {
+      if (!std::isfinite(out[i])) out[i] = decode_bits(get_bits(bytes + i * item, item), f);
+    } else if (d == DType::f32) {
       float v;
-      const auto w = static_cast<uint32_t>(bits);
-      std::memcpy(&v, &w, 4);
-      out[i] = v;
+      std::memcpy(&v, bytes + i * item, item);
+      out[i] = std::isfinite(v) ? static_cast<double>(v) : decode_bits(get_bits(bytes + i * item, item), f);
     } else {
-      out[i] = decode_bits(bits, f);
+      out[i] = decode_bits(get_bits(bytes + i * item, item), f);
     }
   }
-  return out;
 }
 
 }  // namespace normcheck

@@ -19,4 +19,7 @@ void encode_values(const std::vector<double>& values, DType d, std::string& out)
 /// Decodes `count` values of dtype `d` from `bytes`.
 std::vector<double> decode_values(const uint8_t* bytes, size_t count, DType d);
 
+/// Decodes `count` values of dtype `d` from `bytes` into out[0, count).
+void decode_values_to(const uint8_t* bytes, size_t count, DType d, double* out);
+
 }  // namespace normcheck

@@ -211,13 +211,11 @@ std::string check_untouched(const uint8_t* before, const uint8_t* after, const T
 }
 
 std::vector<double> read_slot(const uint8_t* block, const TensorSlot& s, DType d) {
-  std::vector<double> out;
-  out.reserve(static_cast<size_t>(s.rows * s.n));
+  std::vector<double> out(static_cast<size_t>(s.rows * s.n));
   const size_t item = item_size(d);
-  for (int64_t r = 0; r < s.rows; ++r) {
-    const std::vector<double> row = decode_values(&block[s.offset + static_cast<size_t>(r * s.stride) * item], static_cast<size_t>(s.n), d);
-    out.insert(out.end(), row.begin(), row.end());
-  }
+  for (int64_t r = 0; r < s.rows; ++r)
+    decode_values_to(&block[s.offset + static_cast<size_t>(r * s.stride) * item], static_cast<size_t>(s.n), d,
+                     out.data() + static_cast<size_t>(r * s.n));
   return out;
 }
 
