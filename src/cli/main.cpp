@@ -3,11 +3,9 @@
 #include <cstdio>
 #include <iostream>
 #include <string_view>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include "cli/command_line.hpp"
+#include "core/allocator.hpp"
 #include "cli/self_docs.hpp"
 #include "report/version.hpp"
 #include "sections/section.hpp"
@@ -21,18 +19,6 @@ extern "C" void on_fatal_signal(int sig) {
   normcheck::external::kill_all_children();
   std::signal(sig, SIG_DFL);
   std::raise(sig);
-}
-
-/// Keeps freed memory for reuse instead of handing it back to the kernel. With glibc's defaults a
-/// case's vectors above 128 KiB are mmapped and unmapped per case (until the dynamic threshold has
-/// grown), and every reuse page-faults its memory in again: on the oracle benchmark's ball path that
-/// was most of its time (docs/performance.md, "The a priori level"). Allocations above 32 MiB (glibc's largest
-/// dynamic threshold) stay mmapped; freed heap is kept up to 512 MiB.
-void keep_freed_memory() {
-#if defined(__GLIBC__)
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
-#endif
 }
 
 /// At every return from main: no grandchild of a kernel that escaped its worker's process group
@@ -52,7 +38,7 @@ std::string joined_args(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string_view(argv[1]) == "__plugin-worker") return normcheck::external::plugin_worker_main(argc, argv);
-  keep_freed_memory();
+  normcheck::keep_freed_memory();
   const KillAdoptedDescendantsAtExit no_escaped_children;
   std::signal(SIGPIPE, SIG_IGN);  // a dead worker's pipe is an error to report, not a reason to die
   for (const int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_fatal_signal);  // run installs its own

@@ -9,6 +9,7 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include "core/allocator.hpp"
 #include "external/plugin.hpp"
 #include "external/serve.hpp"
 #include "python/convert.hpp"
@@ -284,6 +285,7 @@ std::string check_section(const py::function& adapter, const std::string& name, 
 
 PYBIND11_MODULE(_normcheck, m) {
   m.doc() = "normcheck's native part: generators, the certified oracle, in-process judging (docs/python.md)";
+  keep_freed_memory();  // as the CLI does (issue 47): the oracle's per-case vectors are reused, not page-faulted in again
   bind_reference(m);
   bind_judge(m);
   m.def("check_kernel", &check_kernel, py::arg("adapter"), py::arg("name"), py::arg("op"), py::arg("dtypes"), py::arg("suite"),
