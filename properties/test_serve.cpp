@@ -224,6 +224,7 @@ TEST(Replay, ExternalRecordsReplayAsPrintedForEveryKernelKind) {
     const Outcome o = run_printed_replay(rec, dir);
     EXPECT_EQ(o.exit_code, 0) << kind << o.out << o.err;
     EXPECT_NE(o.out.find("replay reproduces the recorded worst element"), std::string::npos) << kind << o.out << o.err;
+    EXPECT_NE(o.out.find("second call: every output bit-identical"), std::string::npos) << kind << o.out << o.err;
   }
   if (!python_has("numpy")) return;
   // a served block kernel's record, replayed through the recorded command and block form
@@ -238,6 +239,38 @@ TEST(Replay, ExternalRecordsReplayAsPrintedForEveryKernelKind) {
       EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
       EXPECT_NE(o.out.find("replay reproduces the recorded worst element"), std::string::npos) << o.out << o.err;
     }
+}
+
+TEST(Replay, AKernelThatChangesItsOutputsBetweenCallsReplaysAsNondeterministic) {
+  // Accurate (one ULP on one element), but every second call differs from the first: replay calls
+  // the kernel twice and names the differing element with both values.
+  if (!python_has("numpy")) GTEST_SKIP() << "python3-numpy absent";
+  const fs::path dir = scratch() / "replay_nondeterministic";
+  fs::create_directories(dir);
+  const fs::path server = dir / "every_second_call.py";
+  std::ofstream(server) << "import json, os, sys\n"
+                           "import numpy as np\n"
+                           "sys.path.insert(0, '" << NORMCHECK_SOURCE_DIR << "/scripts')\n"
+                           "import exec_example\n"
+                           "print(json.dumps({'ready': True}), flush=True)\n"
+                           "for calls, line in enumerate(sys.stdin, 1):\n"
+                           "    request = json.loads(line)\n"
+                           "    exec_example.compute(request['dir'], request)\n"
+                           "    if calls % 2 == 0:\n"
+                           "        path = os.path.join(request['dir'], request['outputs']['y'])\n"
+                           "        y = np.load(path)\n"
+                           "        y[0, 0] = np.nextafter(y[0, 0], np.float32(np.inf))\n"
+                           "        np.save(path, y)\n"
+                           "    print(json.dumps({'status': 'ok', 'call': request['call']}), flush=True)\n";
+  const Outcome run = run_shell("cd " + dir.string() + " && " + NORMCHECK_BINARY + " run --serve '" + kPython + " " + server.string() +
+                                "' --invariance off --threads 1 --ops layernorm_forward --dtypes f32 --generators normal --cases 1 --out r.json");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;  // one call per case: accurate, passes
+  const Outcome o = run_printed_replay(record_with_case(dir / "r.json"), dir);
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_NE(o.out.find("NONDETERMINISTIC: output y row 0 col 0 differs between call 1 and call 2 (fresh buffers)"), std::string::npos)
+      << o.out << o.err;
+  EXPECT_NE(o.out.find("\n  call 1   "), std::string::npos) << o.out;  // both values, in hex and decimal
+  EXPECT_NE(o.out.find("\n  call 2   "), std::string::npos) << o.out;
 }
 
 TEST(Replay, GroupedRecordsReplayAsPrintedForBuiltinPluginAndServedKernels) {

@@ -9,6 +9,7 @@
 #include "io/case_json.hpp"
 #include "io/json_input.hpp"
 #include "report/report.hpp"
+#include "suite/invariance.hpp"
 #include "sections/options.hpp"
 
 namespace normcheck::sections {
@@ -34,8 +35,28 @@ int report_replay(const OutputJudgement& j, const nlohmann::json& recorded) {
   print_value_line("oracle", w.ref.approx());
   print_value_line("bound", w.bound);
   const bool same = hexfloat(w.got) == recorded.at("kernel").get<std::string>() && w.index == recorded.at("index").get<int64_t>();
-  std::printf("%s\n", same ? "replay reproduces the recorded worst element" : "replay DIFFERS from the recorded worst element");
+  std::printf("%s\n", same ? "replay reproduces the recorded worst element"
+                          : "replay DIFFERS from the recorded worst element (nondeterministic across runs, or not the recorded build)");
   return same ? kExitOk : kExitCheckFailed;
+}
+
+int report_repeat(Op op, const KernelOutputs& first, const KernelOutputs& second, int64_t n) {
+  if (!first.failure.empty() || first.skipped) return kExitOk;  // the first call's failure is the replay's verdict
+  if (!second.failure.empty() || second.skipped) {
+    std::printf("NONDETERMINISTIC: call 1 gave outputs, call 2 %s\n", second.skipped ? "declined the case" : ("failed: " + second.failure).c_str());
+    return kExitCheckFailed;
+  }
+  const std::optional<InvarianceDifference> d = repeat_difference(op, first, "call 1", second, "call 2 (fresh buffers)", n);
+  if (!d) {
+    std::printf("second call: every output bit-identical (deterministic on this case)\n");
+    return kExitOk;
+  }
+  std::printf("NONDETERMINISTIC: output %s %s differs between %s and %s\n", d->output.c_str(),
+              d->row < 0 ? fmt::format("element {}", d->col).c_str() : fmt::format("row {} col {}", d->row, d->col).c_str(),
+              d->config_a.c_str(), d->config_b.c_str());
+  print_value_line("call 1", d->a);
+  print_value_line("call 2", d->b);
+  return kExitCheckFailed;
 }
 
 /// The worst case's inputs: inline when present, else regenerated from its seed and checked by digest.

@@ -17,6 +17,12 @@ const nlohmann::json& record_with_worst_case(const nlohmann::json* records, int6
 /// One line of a replayed value: label, hexfloat, decimal.
 void print_value_line(const char* label, double v);
 
+/// Compares the outputs of two calls of the replayed case bit for bit and prints the verdict: the
+/// first differing element with both values in hex ("nondeterministic"), or that the calls agree.
+/// Returns kExitOk when they agree (or the first call failed: that is the replay's verdict), else
+/// kExitCheckFailed (a second call that fails or declines after a first that did not included).
+int report_repeat(Op op, const KernelOutputs& first, const KernelOutputs& second, int64_t n);
+
 /// Prints the replayed output's worst element (its index beside the recorded one, max err/bound and
 /// ULP, then kernel, oracle and bound values) and whether it reproduces the recorded one
 /// (`recorded`: the worst_case.element object); exit code 0 when it does, 1 when it differs.

@@ -27,23 +27,8 @@ std::string case_label(const LayerNormCase& c, int call) {
   return fmt::format("the case's own batch of {} rows, call {}", c.rows, call);
 }
 
-/// The first element where two calls of the same case differ, over every output of the op.
 std::optional<InvarianceDifference> first_repeat_difference(const OpSpec& spec, const Call& a, const Call& b, int64_t n) {
-  for (const OpSlot& o : spec.outputs) {
-    const std::vector<double>& va = output_of(a.out, o.name);
-    const std::vector<double>& vb = output_of(b.out, o.name);
-    const size_t count = std::min(va.size(), vb.size());
-    for (size_t e = 0; e < count; ++e)
-      if (!same_bits(va[e], vb[e])) {
-        const int64_t idx = static_cast<int64_t>(e);
-        return InvarianceDifference{"determinism", o.name, o.per_row() ? idx / n : -1, o.per_row() ? idx % n : idx,
-                                    a.label, b.label, va[e], vb[e]};
-      }
-    if (va.size() != vb.size())
-      return InvarianceDifference{"determinism", o.name, -1, static_cast<int64_t>(count), a.label + fmt::format(" ({} elements)", va.size()),
-                                  b.label + fmt::format(" ({} elements)", vb.size()), 0, 0};
-  }
-  return std::nullopt;
+  return repeat_difference(spec.op, a.out, a.label, b.out, b.label, n);
 }
 
 /// The first per-row output element of batch row i (case row (i + shift) mod R, i < rows) that differs
@@ -71,6 +56,25 @@ std::optional<InvarianceDifference> first_batch_difference(const OpSpec& spec, c
 }
 
 }  // namespace
+
+std::optional<InvarianceDifference> repeat_difference(Op op, const KernelOutputs& a, const std::string& label_a, const KernelOutputs& b,
+                                                      const std::string& label_b, int64_t n) {
+  for (const OpSlot& o : op_spec(op).outputs) {
+    const std::vector<double>& va = output_of(a, o.name);
+    const std::vector<double>& vb = output_of(b, o.name);
+    const size_t count = std::min(va.size(), vb.size());
+    for (size_t e = 0; e < count; ++e)
+      if (!same_bits(va[e], vb[e])) {
+        const int64_t idx = static_cast<int64_t>(e);
+        return InvarianceDifference{"determinism", o.name, o.per_row() ? idx / n : -1, o.per_row() ? idx % n : idx,
+                                    label_a, label_b, va[e], vb[e]};
+      }
+    if (va.size() != vb.size())
+      return InvarianceDifference{"determinism", o.name, -1, static_cast<int64_t>(count), label_a + fmt::format(" ({} elements)", va.size()),
+                                  label_b + fmt::format(" ({} elements)", vb.size()), 0, 0};
+  }
+  return std::nullopt;
+}
 
 std::string InvarianceResult::verdict() const {
   if (declined) return "declined";

@@ -22,6 +22,11 @@ struct InvarianceDifference {
   double a = 0, b = 0;             ///< the two values (exact doubles of the storage values)
 };
 
+/// The first element where two calls of one case (labelled `label_a`, `label_b`) differ, over every
+/// output of `op` (row and column from the row length n); nullopt when they are bitwise identical.
+std::optional<InvarianceDifference> repeat_difference(Op op, const KernelOutputs& a, const std::string& label_a, const KernelOutputs& b,
+                                                      const std::string& label_b, int64_t n);
+
 struct InvarianceResult {
   int64_t calls = 0;                  ///< kernel calls the checks made (the case's own first call included)
   std::vector<int64_t> batch_sizes;   ///< batch sizes tried (rows), the case's own included
