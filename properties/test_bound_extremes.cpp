@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "ops/op_kernels.hpp"
+#include "bounds/bounds_model.hpp"
+#include "core/rng.hpp"
 #include "properties/rc_generators.hpp"
 #include "io/case_json.hpp"
 #include "kernels/jvp_registry.hpp"
@@ -211,4 +215,44 @@ TEST(BoundExtremes, SoundJvpKernelsWithinTheirBoundsOnBinadeExtremeRows) {
     });
     EXPECT_TRUE(ok) << dtype_info(dt).name;
   });
+}
+
+namespace {
+
+/// The exact-exponent product as docs/bounds.md section 1.4 states it, with the library's frexp:
+/// mantissas multiplied in [1/2, 1), exponents added exactly, m 2^e rounded up at the end.
+double product_up_by_frexp(std::initializer_list<double> factors) {
+  double m = 1;
+  int64_t e = 0;
+  for (const double f : factors) {
+    const double a = std::fabs(f);
+    if (a == 0) return 0.0;
+    int ef = 0, em = 0;
+    m = std::frexp(m * std::frexp(a, &ef), &em);
+    e += ef + em;
+  }
+  if (e > 1025) return std::numeric_limits<double>::infinity();
+  if (e < -1074) return std::numeric_limits<double>::denorm_min();
+  const double p = std::ldexp(m, static_cast<int>(e));
+  return p >= 0x1p-1022 || std::ldexp(p, static_cast<int>(-e)) >= m ? p : std::nextafter(p, std::numeric_limits<double>::infinity());
+}
+
+}  // namespace
+
+TEST(BoundExtremes, ProductsOutsideTheNormalRangeKeepTheirExactExponents) {
+  // product_up takes its exponents from the bits (no library frexp): the same value as the frexp
+  // formula on finite factors from the smallest subnormal to near the largest double, including
+  // the underflow allowance kEvalEta (denorm_min) the bounds multiply per element.
+  Rng rng(0x1a);
+  const auto factor = [&] {
+    if (rng.range(0, 9) == 0) return bounds_detail::kEvalEta * static_cast<double>(rng.range(1, 1 << 20));  // subnormal
+    return std::ldexp(1 + rng.uniform(), static_cast<int>(rng.range(-1074, 1023)));
+  };
+  for (int k = 0; k < 200000; ++k) {
+    const double a = factor(), b = factor(), c = factor();
+    ASSERT_EQ(bounds_detail::product_up({a, b}), product_up_by_frexp({a, b})) << std::hexfloat << a << " " << b;
+    ASSERT_EQ(bounds_detail::product_up_exact({a, b}), product_up_by_frexp({a, b})) << std::hexfloat << a << " " << b;
+    ASSERT_EQ(bounds_detail::product_up({a, b, c}), product_up_by_frexp({a, b, c})) << std::hexfloat << a << " " << b << " " << c;
+    ASSERT_EQ(bounds_detail::product_up({bounds_detail::kEvalEta, a}), product_up_by_frexp({bounds_detail::kEvalEta, a})) << std::hexfloat << a;
+  }
 }
