@@ -221,6 +221,13 @@ namespace {
 
 /// The exact-exponent product as docs/bounds.md section 1.4 states it, with the library's frexp:
 /// mantissas multiplied in [1/2, 1), exponents added exactly, m 2^e rounded up at the end.
+double scaled_up_by_ldexp(double m, int64_t e) {
+  if (e > 1025) return std::numeric_limits<double>::infinity();
+  if (e < -1074) return std::numeric_limits<double>::denorm_min();
+  const double p = std::ldexp(m, static_cast<int>(e));
+  return p >= 0x1p-1022 || std::ldexp(p, static_cast<int>(-e)) >= m ? p : std::nextafter(p, std::numeric_limits<double>::infinity());
+}
+
 double product_up_by_frexp(std::initializer_list<double> factors) {
   double m = 1;
   int64_t e = 0;
@@ -231,18 +238,25 @@ double product_up_by_frexp(std::initializer_list<double> factors) {
     m = std::frexp(m * std::frexp(a, &ef), &em);
     e += ef + em;
   }
-  if (e > 1025) return std::numeric_limits<double>::infinity();
-  if (e < -1074) return std::numeric_limits<double>::denorm_min();
-  const double p = std::ldexp(m, static_cast<int>(e));
-  return p >= 0x1p-1022 || std::ldexp(p, static_cast<int>(-e)) >= m ? p : std::nextafter(p, std::numeric_limits<double>::infinity());
+  return scaled_up_by_ldexp(m, e);
+}
+
+/// |a| / b for finite a and b > 0 with the exponents subtracted exactly, as section 1.4 states it.
+double quotient_up_by_frexp(double a, double b) {
+  const double q = std::fabs(a) / b;
+  if (a == 0 || (q >= 0x1p-1022 && q <= std::numeric_limits<double>::max())) return q;
+  int ea = 0, eb = 0;
+  const double ma = std::frexp(std::fabs(a), &ea), mb = std::frexp(b, &eb);
+  return scaled_up_by_ldexp(ma / mb, static_cast<int64_t>(ea) - eb);
 }
 
 }  // namespace
 
 TEST(BoundExtremes, ProductsOutsideTheNormalRangeKeepTheirExactExponents) {
-  // product_up takes its exponents from the bits (no library frexp): the same value as the frexp
-  // formula on finite factors from the smallest subnormal to near the largest double, including
-  // the underflow allowance kEvalEta (denorm_min) the bounds multiply per element.
+  // product_up and quotient_up take their exponents from the bits and scale by powers of two (no
+  // library frexp or ldexp): the same values as the frexp/ldexp formulas, on finite factors from the
+  // smallest subnormal to near the largest double and with the underflow allowance kEvalEta
+  // (denorm_min) that the bounds multiply per element.
   Rng rng(0x1a);
   const auto factor = [&] {
     if (rng.range(0, 9) == 0) return bounds_detail::kEvalEta * static_cast<double>(rng.range(1, 1 << 20));  // subnormal
@@ -254,5 +268,6 @@ TEST(BoundExtremes, ProductsOutsideTheNormalRangeKeepTheirExactExponents) {
     ASSERT_EQ(bounds_detail::product_up_exact({a, b}), product_up_by_frexp({a, b})) << std::hexfloat << a << " " << b;
     ASSERT_EQ(bounds_detail::product_up({a, b, c}), product_up_by_frexp({a, b, c})) << std::hexfloat << a << " " << b << " " << c;
     ASSERT_EQ(bounds_detail::product_up({bounds_detail::kEvalEta, a}), product_up_by_frexp({bounds_detail::kEvalEta, a})) << std::hexfloat << a;
+    ASSERT_EQ(bounds_detail::quotient_up(a, b), quotient_up_by_frexp(a, b)) << std::hexfloat << a << " " << b;
   }
 }

@@ -143,14 +143,34 @@ inline double split_exponent(double a, int& e) {
   return m;
 }
 
-/// m 2^e for m in [1/2, 2), rounded up: exact in the normal range; below it ldexp rounds to
-/// nearest, so one subnormal step up unless that rounding was exact or upward (scaling the result
-/// back up is exact); the smallest subnormal below the subnormal range, +inf beyond the range.
+/// 2^k for k in [-1022, 1023], from its bits.
+inline double power_of_two(int64_t k) {
+  const uint64_t bits = static_cast<uint64_t>(k + 1023) << 52;
+  double d = 0;
+  std::memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+/// The next double above a finite p >= 0.
+inline double next_up(double p) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &p, sizeof bits);
+  ++bits;
+  std::memcpy(&p, &bits, sizeof p);
+  return p;
+}
+
+/// m 2^e for m in [1/2, 2), rounded up, with power-of-two multiplications (no library ldexp): exact
+/// in the normal range (+inf beyond it); below it q = m 2^(e + 1074) is exact and p = q 2^-1074 is
+/// its one rounding to nearest, one subnormal step up unless that rounding was exact or upward
+/// (p 2^1074 >= q: scaling the result back up is exact); the smallest subnormal below the range.
 double scaled_up(double m, int64_t e) {
   if (e > 1025) return kInf;
   if (e < -1074) return std::numeric_limits<double>::denorm_min();
-  const double p = std::ldexp(m, static_cast<int>(e));
-  return p >= 0x1p-1022 || std::ldexp(p, static_cast<int>(-e)) >= m ? p : std::nextafter(p, kInf);
+  if (e >= -1021) return e <= 1023 ? m * power_of_two(e) : m * 0x1p1000 * power_of_two(e - 1000);
+  const double q = m * power_of_two(e + 1074);
+  const double p = q * 0x1p-1074;
+  return p * 0x1p1000 * 0x1p74 >= q ? p : next_up(p);
 }
 
 }  // namespace
