@@ -1,8 +1,8 @@
 // Error models of the row statistics (docs/bounds.md sections 2.1-2.3).
-#include <cstring>
 #include <stdexcept>
 
 #include "bounds/bounds_model.hpp"
+#include "core/float_format.hpp"
 #include "core/reduction_block.hpp"
 
 namespace normcheck::bounds_detail {
@@ -124,53 +124,22 @@ double variance_error_one_pass(const double* x, int64_t n, double mu_abs, const 
 
 namespace {
 
-/// std::frexp of a finite positive double, from its bits (exact, as frexp is, and inlined: the
-/// library call was 9 % of the default suite through product_up_exact): a = m 2^e, m in [1/2, 1).
+/// std::frexp of a finite positive double without the library call (exact, as frexp is; the call
+/// was 9 % of the default suite through product_up_exact): a = m 2^e, m in [1/2, 1).
 inline double split_exponent(double a, int& e) {
-  uint64_t bits = 0;
-  std::memcpy(&bits, &a, sizeof bits);
-  int biased = static_cast<int>((bits >> 52) & 0x7ff), shift = 0;
-  if (biased == 0) {  // subnormal: scaled into the normal range first (exact)
-    const double scaled = a * 0x1p64;
-    std::memcpy(&bits, &scaled, sizeof bits);
-    biased = static_cast<int>((bits >> 52) & 0x7ff);
-    shift = 64;
-  }
-  e = biased - 1022 - shift;
-  bits = (bits & ~(uint64_t{0x7ff} << 52)) | (uint64_t{1022} << 52);
-  double m = 0;
-  std::memcpy(&m, &bits, sizeof m);
-  return m;
+  e = float_format_detail::exponent_of(a) + 1;
+  return scale_by_pow2(a, -e);  // into [1/2, 1): exact
 }
 
-/// 2^k for k in [-1022, 1023], from its bits.
-inline double power_of_two(int64_t k) {
-  const uint64_t bits = static_cast<uint64_t>(k + 1023) << 52;
-  double d = 0;
-  std::memcpy(&d, &bits, sizeof d);
-  return d;
-}
-
-/// The next double above a finite p >= 0.
-inline double next_up(double p) {
-  uint64_t bits = 0;
-  std::memcpy(&bits, &p, sizeof bits);
-  ++bits;
-  std::memcpy(&p, &bits, sizeof p);
-  return p;
-}
-
-/// m 2^e for m in [1/2, 2), rounded up, with power-of-two multiplications (no library ldexp): exact
-/// in the normal range (+inf beyond it); below it q = m 2^(e + 1074) is exact and p = q 2^-1074 is
-/// its one rounding to nearest, one subnormal step up unless that rounding was exact or upward
-/// (p 2^1074 >= q: scaling the result back up is exact); the smallest subnormal below the range.
+/// m 2^e for m in [1/2, 2), rounded up: exact in the normal range; below it the scaling rounds to
+/// nearest, so one subnormal step up unless that rounding was exact or upward (scaling the result
+/// back up is exact); the smallest subnormal below the subnormal range, +inf beyond the range.
+/// scale_by_pow2 is std::ldexp bit for bit, without the library call.
 double scaled_up(double m, int64_t e) {
   if (e > 1025) return kInf;
   if (e < -1074) return std::numeric_limits<double>::denorm_min();
-  if (e >= -1021) return e <= 1023 ? m * power_of_two(e) : m * 0x1p1000 * power_of_two(e - 1000);
-  const double q = m * power_of_two(e + 1074);
-  const double p = q * 0x1p-1074;
-  return p * 0x1p1000 * 0x1p74 >= q ? p : next_up(p);
+  const double p = scale_by_pow2(m, static_cast<int>(e));
+  return p >= 0x1p-1022 || scale_by_pow2(p, static_cast<int>(-e)) >= m ? p : std::nextafter(p, kInf);
 }
 
 }  // namespace
