@@ -9,13 +9,14 @@ namespace normcheck {
 
 size_t item_size(DType d) { return d == DType::f64 ? 8 : d == DType::f32 ? 4 : 2; }
 
+void put_bits(void* at, uint64_t bits, size_t item) {
+  auto* bytes = static_cast<unsigned char*>(at);
+  for (size_t b = 0; b < item; ++b) bytes[b] = static_cast<unsigned char>((bits >> (8 * b)) & 0xffu);
+}
+
 namespace {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "storage bytes are little-endian: this host's f32/f64 are copied as they are");
-
-void put_bits(char* at, uint64_t bits, size_t item) {
-  for (size_t b = 0; b < item; ++b) at[b] = static_cast<char>((bits >> (8 * b)) & 0xffu);
-}
 
 uint64_t get_bits(const uint8_t* at, size_t item) {
   uint64_t bits = 0;

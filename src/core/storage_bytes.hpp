@@ -13,6 +13,9 @@ namespace normcheck {
 /// Bytes per element of a dtype.
 size_t item_size(DType d);
 
+/// Writes the low `item` bytes of `bits` at `at`, least significant first.
+void put_bits(void* at, uint64_t bits, size_t item);
+
 /// Appends the encodings of `values` (each exactly representable in `d`) to `out`.
 void encode_values(const std::vector<double>& values, DType d, std::string& out);
 

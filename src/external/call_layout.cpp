@@ -11,10 +11,6 @@
 namespace normcheck::external {
 namespace {
 
-void put_bits(uint8_t* at, uint64_t bits, size_t item) {
-  for (size_t b = 0; b < item; ++b) at[b] = static_cast<uint8_t>((bits >> (8 * b)) & 0xffu);
-}
-
 /// `count` copies of one element's bits from `at`.
 void fill_elements(uint8_t* at, uint64_t bits, int64_t count, size_t item) {
   if (count <= 0) return;

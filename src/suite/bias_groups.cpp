@@ -30,7 +30,8 @@ class UnitMerge {
 
  private:
   static size_t units(const std::vector<uint64_t>& keys, size_t per_unit) {
-    if (keys.size() > std::numeric_limits<uint32_t>::max() || per_unit == 0)
+    if (per_unit == 0) throw std::invalid_argument("bias clusters: a unit of 0 elements");
+    if (keys.size() > std::numeric_limits<uint32_t>::max())
       throw std::invalid_argument("bias clusters: " + std::to_string(keys.size()) + " elements are more than 2^32 - 1");
     return (keys.size() + per_unit - 1) / per_unit;
   }
