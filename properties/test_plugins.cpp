@@ -8,11 +8,13 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "external/call_layout.hpp"
 #include "io/case_json.hpp"
 #include "generators/generators.hpp"
+#include "suite/invariance.hpp"
 
 #include "properties/cli_harness.hpp"
 
@@ -42,6 +44,21 @@ TEST(Plugins, AGoodPluginIsJudgedLikeABuiltInKernelAndPasses) {
     EXPECT_EQ(r.at("kernel_failures").at("cases").get<int64_t>(), 0);
   }
   EXPECT_TRUE(j.at("rms_block").is_null());  // with --kernel only the plugin runs
+}
+
+TEST(Plugins, BenchExternalShowsWhatTheInvarianceChecksCostInCallsAndRows) {
+  // a 3 x 16 case: the three calls of the case, the eight other batch sizes, the rotation and the
+  // case padded to 64 rows (docs/invariance.md); the kernel is handed the sum of their rows
+  const Outcome o = run_cli("bench-external --kernel " + plugin("good") + " --rows 3 --n 16 --calls 40 --baseline-calls 2");
+  ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+  const std::vector<int64_t> sizes = normcheck::invariance_batch_sizes(3, 16, normcheck::InvarianceLimits{}.max_elements);
+  ASSERT_EQ(sizes.size(), 9u);  // 1, 2, 3, 7, 64, 255, 256, 257, 1024
+  int64_t rows = 3 * 3 + 3 + 64;  // the case and its repeats, rotated, padded
+  for (int64_t b : sizes) rows += b == 3 ? 0 : b;
+  EXPECT_NE(o.out.find("invariance checks, plugin (case)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(fmt::format("x the rows (13 calls: the case's, 2 repeats, 8 other batch sizes, rotated, padded with 61 zero rows; verdict pass)")),
+            std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(fmt::format("{:.1f}x the rows", static_cast<double>(rows) / 3.0)), std::string::npos) << o.out;
 }
 
 TEST(Plugins, APlantedOnePassVarianceIsFlagged) {

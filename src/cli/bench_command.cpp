@@ -1,7 +1,8 @@
 // normcheck bench-external: the per-call cost of the ways an external kernel is called, measured
 // side by side in one run (docs/plugins.md, "Calls per second"): the issue-7 baseline (a forked
 // child per plugin call, a new process per exec call) against the persistent paths (plugin
-// workers, serve mode).
+// workers, serve mode), and what the invariance checks (docs/invariance.md) cost on that case through
+// the persistent path: their calls and seconds against one call.
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -15,6 +16,7 @@
 #include "external/plugin.hpp"
 #include "external/serve.hpp"
 #include "generators/generators.hpp"
+#include "suite/invariance.hpp"
 
 namespace normcheck::cli {
 namespace {
@@ -55,6 +57,27 @@ void print_pair(const Timing& base, const Timing& fast) {
   std::printf("%-34s %s\n", "  ratio (calls/s)", fmt::format("{:.1f}x", fast.per_second() / base.per_second()).c_str());
 }
 
+/// The invariance checks of `run` on the bench's case through `kernel`, timed once against the mean
+/// call of `one` (the same kernel's timed calls): their calls per case and their cost in calls.
+/// Returns 1 when a call failed (the ratio is then not a cost).
+int64_t print_invariance_cost(const KernelEntry& kernel, const LayerNormCase& c, const Timing& one) {
+  const double start = external::monotonic_s();
+  const InvarianceResult r = check_invariance(kernel, c);
+  const double seconds = external::monotonic_s() - start;
+  const double per_call = one.calls ? one.seconds / static_cast<double>(one.calls) : 0.0;
+  std::printf("%-34s %8lld %9.3f %12s %10.1f %7s\n", ("  invariance checks, " + one.path.substr(0, one.path.find(',')) + " (case)").c_str(),
+              static_cast<long long>(r.calls), seconds, "", 1e6 * seconds / static_cast<double>(std::max<int64_t>(r.calls, 1)),
+              r.failure.empty() && !r.declined ? "0" : "1");
+  std::printf("%-34s %s\n", "  cost against one call",
+              fmt::format("{:.1f}x the time, {:.1f}x the rows ({} calls: the case's, {} repeats, {} other batch sizes{}, padded "
+                          "with {} zero rows; verdict {})",
+                          per_call > 0 ? seconds / per_call : 0.0, static_cast<double>(r.rows_called) / static_cast<double>(c.rows), r.calls,
+                          InvarianceLimits{}.repeats, static_cast<int64_t>(r.batch_sizes.size()) - 1,
+                          c.rows > 1 ? ", rotated" : "", r.padding_rows, r.verdict())
+                  .c_str());
+  return r.failure.empty() && !r.declined ? 0 : 1;
+}
+
 }  // namespace
 
 int bench_external_command(const BenchOptions& o) {
@@ -84,7 +107,7 @@ int bench_external_command(const BenchOptions& o) {
     const Timing base = time_calls("plugin, fork + dlopen per call", entry_for(forked, op, dt, o.plugin), c, o.baseline_calls);
     const Timing fast = time_calls("plugin, persistent worker", entry_for(workers, op, dt, o.plugin), c, o.calls);
     print_pair(base, fast);
-    failed += base.failed + fast.failed;
+    failed += base.failed + fast.failed + print_invariance_cost(entry_for(workers, op, dt, o.plugin), c, fast);
   }
   if (!o.exec.empty()) {
     const auto per_call = external::exec_kernels({o.exec, "bench", o.timeout}, {op}, {dt});
@@ -92,7 +115,7 @@ int bench_external_command(const BenchOptions& o) {
     const Timing base = time_calls("exec, a process per call", per_call.at(0), c, o.baseline_calls);
     const Timing fast = time_calls("serve, one process per worker", served.at(0), c, o.calls);
     print_pair(base, fast);
-    failed += base.failed + fast.failed;
+    failed += base.failed + fast.failed + print_invariance_cost(served.at(0), c, fast);
   }
   if (failed) std::fprintf(stderr, "normcheck: %lld calls failed or were skipped: the timings are not comparable\n", static_cast<long long>(failed));
   return failed ? kExitCheckFailed : kExitOk;

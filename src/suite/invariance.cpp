@@ -116,6 +116,7 @@ InvarianceResult check_invariance(const KernelEntry& k, const LayerNormCase& c, 
   r.padding_rows = 64 - c.rows % 64;
   const auto call = [&](const LayerNormCase& input, std::string label) -> std::optional<Call> {
     ++r.calls;
+    r.rows_called += input.rows;
     Call out{k.run(input), std::move(label)};
     if (out.out.skipped) {
       r.declined = true;

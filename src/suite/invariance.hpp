@@ -29,6 +29,7 @@ std::optional<InvarianceDifference> repeat_difference(Op op, const KernelOutputs
 
 struct InvarianceResult {
   int64_t calls = 0;                  ///< kernel calls the checks made (the case's own first call included)
+  int64_t rows_called = 0;            ///< rows handed to the kernel over those calls (padding rows included)
   std::vector<int64_t> batch_sizes;   ///< batch sizes tried (rows), the case's own included
   int64_t padding_rows = 0;           ///< zero rows appended in the padding call
   std::vector<std::string> per_row_outputs;  ///< outputs checked for batch invariance and determinism
